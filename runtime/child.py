@@ -1,0 +1,250 @@
+"""The job process: run one package case, or one script run, under instrumentation.
+
+Every outcome (a failed compile, a golden that raises, a precision miss) is reported as events;
+only our own bugs end in `internal_error`. The leader turns events into a CaseResult.
+"""
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+import runpy
+import sys
+import time
+import traceback
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, NoReturn
+
+import torch
+
+from runtime import instrument, metrics
+from runtime.events import Events
+
+TORCH_DTYPES = {
+    "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
+    "int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64,
+    "uint8": torch.uint8, "bool": torch.bool,
+}
+MAX_MESSAGE_CHARS = 8000
+
+
+class StageFailed(Exception):
+    """A stage ended in error; already reported as an event."""
+
+
+class GoldenError(Exception):
+    """The golden raised or returned something unusable: the submission's fault."""
+
+
+def main(req: dict[str, Any], events_fd: int) -> NoReturn:
+    events = Events(events_fd)
+    code = 0
+    try:
+        _prepare_process(req)
+        rec = instrument.install(req["mode"], events)
+        if req["kind"] == "package":
+            _run_package_case(req, rec)
+        else:
+            code = _run_script(req, rec)
+    except StageFailed:
+        code = 0
+    except BaseException as exc:  # noqa: BLE001 - report our own failure, never die silently
+        events.emit("internal_error", error=error_info(exc, req.get("src_dir", "")))
+        code = 70
+    finally:
+        _flush_all()
+    os._exit(code)
+
+
+def _flush_all() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001
+            pass
+    ctypes.CDLL(None).fflush(None)  # pypto's C++ output sits in stdio buffers
+
+
+def _prepare_process(req: dict[str, Any]) -> None:
+    os.environ.clear()
+    os.environ.update(req["env"])
+    os.chdir(req["work_dir"])
+    sys.path.insert(0, req["src_dir"])
+    sys.argv = [req.get("script") or "crosscheck-case"]
+    torch.set_num_threads(1)
+    if req["mode"] == "npu":
+        import torch_npu  # noqa: F401  (registers the npu device)
+
+        torch.npu.set_device(int(req.get("device_id") or 0))
+
+
+def error_info(exc: BaseException, src_dir: str) -> dict[str, Any]:
+    """Type, message, and the deepest frame in the user's files."""
+    file, line = "", 0
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if src_dir and frame.filename.startswith(src_dir):
+            file, line = os.path.relpath(frame.filename, src_dir), frame.lineno or 0
+    node = getattr(exc, "node", None)
+    if node is not None and getattr(node, "lineno", None):
+        line = int(node.lineno)
+    if isinstance(exc, SyntaxError) and exc.filename and src_dir and exc.filename.startswith(src_dir):
+        file, line = os.path.relpath(exc.filename, src_dir), exc.lineno or 0
+    text = "".join(traceback.format_exception(exc))
+    return {
+        "type": type(exc).__name__,
+        "message": str(exc)[:MAX_MESSAGE_CHARS],
+        "file": file,
+        "line": line,
+        "traceback": text[-MAX_MESSAGE_CHARS:],
+    }
+
+
+@contextmanager
+def stage(rec: instrument.Recorder, name: str, src_dir: str) -> Iterator[None]:
+    rec.events.emit("stage", name=name, status="start")
+    start = time.perf_counter()
+    try:
+        yield
+    except BaseException as exc:  # noqa: BLE001 - any failure of the submission is a result
+        info = error_info(exc, src_dir)
+        if rec.in_kernel:
+            info["kernel"] = rec.in_kernel
+        rec.events.emit("stage", name=name, status="error", duration_s=time.perf_counter() - start, error=info)
+        raise StageFailed(name) from exc
+    rec.events.emit("stage", name=name, status="ok", duration_s=time.perf_counter() - start)
+
+
+def load_function(src_dir: str, entry: dict[str, str]) -> Any:
+    path = Path(src_dir) / entry["file"]
+    module_name = path.stem
+    module = sys.modules.get(module_name)
+    if module is None or getattr(module, "__file__", None) != str(path):
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot import {entry['file']}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module  # siblings may `import <op>_impl`
+        spec.loader.exec_module(module)
+    fn = getattr(module, entry["function"], None)
+    if not callable(fn):
+        raise AttributeError(f"{entry['file']} has no function '{entry['function']}'")
+    return fn
+
+
+def make_input(spec: dict[str, Any], device: str) -> torch.Tensor:
+    """Draw one input the way pypto-gym tests do, after torch.manual_seed(seed)."""
+    dtype = TORCH_DTYPES[spec["dtype"]]
+    shape = spec["shape"]
+    init = spec.get("init", "randn")
+    floating = dtype.is_floating_point
+    if init == "randn":
+        return torch.randn(shape, dtype=dtype, device=device) if floating else \
+            torch.randint(-8, 8, shape, device=device).to(dtype)
+    if init == "rand":
+        return torch.rand(shape, dtype=dtype, device=device) if floating else \
+            torch.randint(0, 8, shape, device=device).to(dtype)
+    if init == "ones":
+        return torch.ones(shape, dtype=dtype, device=device)
+    if init == "zeros":
+        return torch.zeros(shape, dtype=dtype, device=device)
+    numel = 1
+    for d in shape:
+        numel *= d
+    return torch.arange(numel, device=device).reshape(shape).to(dtype)
+
+
+def as_outputs(value: Any, what: str) -> list[Any]:
+    items = list(value) if isinstance(value, (tuple, list)) else [value]
+    if not items:
+        raise TypeError(f"{what} returned nothing")
+    return items
+
+
+def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
+    src, case, mode = req["src_dir"], req["case"], req["mode"]
+    device = f"npu:{int(req.get('device_id') or 0)}" if mode == "npu" else "cpu"
+    params = case.get("params") or {}
+    with stage(rec, "golden", src):
+        golden_fn = load_function(src, req["golden"])
+        torch.manual_seed(case["seed"])
+        inputs = [make_input(spec, device) for spec in case["inputs"]]
+        goldens = _golden(golden_fn, inputs, params)
+    rec.inputs, rec.goldens = inputs, goldens  # for launch hooks (graph verify)
+    with stage(rec, mode, src):
+        wrapper = load_function(src, req["impl"])
+        result = wrapper(*inputs, **params)
+        if mode == "npu":
+            torch.npu.synchronize()
+    with stage(rec, "compare", src):
+        outputs = as_outputs(result, "the wrapper")
+        if len(outputs) != len(goldens):
+            raise ValueError(f"the wrapper returned {len(outputs)} output(s), the golden {len(goldens)}")
+        per_output = []
+        for out, gold in zip(outputs, goldens):
+            if not isinstance(out, torch.Tensor):
+                raise TypeError(f"the wrapper returned {type(out).__name__}, not a torch.Tensor")
+            rtol, atol = req["tolerance"]
+            per_output.append(metrics.compare(out, gold, rtol, atol))
+        rec.events.emit("result", metrics=metrics.combine(per_output),
+                        provenance=[_provenance(rec, out) for out in outputs])
+
+
+def _golden(golden_fn: Any, inputs: list[torch.Tensor], params: dict[str, Any]) -> list[torch.Tensor]:
+    try:
+        value = golden_fn(*[t.detach().to("cpu", copy=True) for t in inputs], **params)
+    except Exception as exc:
+        raise GoldenError(f"the golden raised {type(exc).__name__}: {exc}") from exc
+    goldens = as_outputs(value, "the golden")
+    for i, g in enumerate(goldens):
+        if not isinstance(g, torch.Tensor):
+            raise GoldenError(f"the golden returned {type(g).__name__} for output {i}, not a torch.Tensor")
+        if g.is_floating_point() and not bool(torch.isfinite(g).all()):
+            bad = int((~torch.isfinite(g)).sum())
+            raise GoldenError(f"the golden returned {bad} non-finite value(s) in output {i}")
+    return goldens
+
+
+def _provenance(rec: instrument.Recorder, out: torch.Tensor) -> dict[str, Any]:
+    """Which launch argument, if any, the returned tensor is, and whether that launch wrote it."""
+    sid = instrument.storage_id(out)
+    for index, launch in enumerate(rec.launches):
+        for arg, (storage, written) in enumerate(zip(launch.storages, launch.written)):
+            if storage == sid:
+                return {"launch": index, "arg": arg, "kernel": launch.kernel, "written": written}
+    return {"launch": None, "arg": None, "kernel": None, "written": False}
+
+
+def _run_script(req: dict[str, Any], rec: instrument.Recorder) -> int:
+    script = str(Path(req["src_dir"]) / req["script"])
+    sys.argv = [script, *req.get("script_args", [])]
+    sys.path.insert(0, str(Path(script).parent))
+    code: int = 0
+    rec.events.emit("stage", name=req["mode"], status="start")
+    start = time.perf_counter()
+    error = None
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as exc:
+        code = _exit_code(exc.code)
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+    except BaseException as exc:  # noqa: BLE001 - the script failing is a result
+        code = 1
+        error = error_info(exc, req["src_dir"])
+        if rec.in_kernel:
+            error["kernel"] = rec.in_kernel
+        traceback.print_exc()
+    status = "ok" if code == 0 else "error"
+    rec.events.emit("stage", name=req["mode"], status=status, duration_s=time.perf_counter() - start,
+                    error=error)
+    rec.events.emit("script_result", exit_code=code, launches=len(rec.launches), asserts=len(rec.asserts))
+    return code
+
+
+def _exit_code(value: Any) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value
+    return 1

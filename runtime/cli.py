@@ -1,0 +1,64 @@
+"""`crosscheck run` (and `python -m runtime`): verify one submission on this host."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from runtime import verdicts
+from runtime.errors import HostError, SubmissionError
+
+EXIT_OK, EXIT_FAIL, EXIT_UNUSABLE = 0, 1, 2
+
+
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", type=Path, help="operator package (folder, .zip, .tar.gz) or a .py script")
+    p.add_argument("--mode", choices=["sim", "npu"], default="sim")
+    p.add_argument("--case", action="append", default=[], metavar="ID", help="run only this case (repeatable)")
+    p.add_argument("--timeout", type=float, default=300.0, metavar="S", help="wall-clock limit per case")
+    p.add_argument("--memory", type=float, default=8.0, metavar="GIB", help="address-space limit per case")
+    p.add_argument("--json", type=Path, metavar="FILE", help="write the JSON report here ('-' for stdout)")
+    p.add_argument("--work-dir", type=Path, help="where job dirs go (default: a new temp dir)")
+    p.add_argument("--device", type=int, default=None, help="NPU device id (NPU mode)")
+    p.add_argument("--no-graph-verify", action="store_true", help="skip the CPU graph-verify oracle in SIM")
+    p.add_argument("--verify-passes", action="store_true", help="also check every lowered pass (slow)")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from runtime.console import print_report
+    from runtime.runner import RunOptions, run_submission
+
+    err = Console(stderr=True)
+    options = RunOptions(mode=args.mode, cases=args.case, timeout_s=args.timeout,
+                         memory_bytes=int(args.memory * 2**30), work_dir=args.work_dir, device_id=args.device,
+                         graph_verify=not args.no_graph_verify, verify_passes=args.verify_passes)
+    try:
+        def progress(case, done, total):  # type: ignore[no-untyped-def]
+            err.print(f"[{done}/{total}] {case.case}: {case.verdict} ({case.duration_s:.2f} s)")
+
+        report = run_submission(args.path, options, on_case=progress)
+    except (SubmissionError, HostError) as exc:
+        err.print(f"[bold red]error:[/] {exc}")
+        return EXIT_UNUSABLE
+    to_stdout = args.json is not None and str(args.json) == "-"
+    print_report(report, err if to_stdout else Console())
+    if args.json is not None:
+        text = report.to_json()
+        if to_stdout:
+            sys.stdout.write(text + "\n")
+        else:
+            args.json.write_text(text)
+    ok = all(verdicts.acceptable(c.verdict, report.mode) for c in report.cases) and report.cases
+    return EXIT_OK if ok else EXIT_FAIL
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="crosscheck run", description=__doc__)
+    add_run_arguments(parser)
+    return run_command(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""The job process's private channel to its leader: JSON lines on an inherited pipe.
+
+Never stdout: the kernel controls stdout. Each event is one os.write, so whatever was sent
+before a crash survives it.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any
+
+
+def _clean(value: Any) -> Any:
+    """Make a value strict-JSON safe (NaN and inf become strings)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+class Events:
+    def __init__(self, fd: int | None):
+        self.fd = fd
+
+    def emit(self, event: str, **fields: Any) -> None:
+        if self.fd is None:
+            return
+        line = json.dumps(_clean({"event": event, **fields}), allow_nan=False, default=str) + "\n"
+        data = line.encode()
+        while data:
+            written = os.write(self.fd, data)
+            data = data[written:]
+
+
+def parse(raw: bytes) -> list[dict[str, Any]]:
+    """Decode the event stream; a torn last line (crash mid-write) is dropped."""
+    events = []
+    for line in raw.decode("utf-8", "replace").splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict) and "event" in item:
+            events.append(item)
+    return events

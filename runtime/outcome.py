@@ -1,0 +1,233 @@
+"""Turn one job's raw report (events, exit status, files) into a CaseResult with a verdict."""
+from __future__ import annotations
+
+import re
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runtime import costmodel, verdicts
+from runtime.tolerance import assert_passed, within_tolerance
+from runtime.diagnose import diagnose
+from runtime.jobenv import JobDirs
+from runtime.report import CaseResult, CostModel, Diagnosis, ErrorInfo, Launch, Stage
+
+TAIL_CHARS = 8000
+MAX_PLOG_CHARS = 1_000_000
+OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory")
+MARKER_PATTERNS = {
+    "precision_pass": re.compile(r"\[PRECISION_PASS\]"),
+    "precision_fail": re.compile(r"\[PRECISION_FAIL\]"),
+}
+MAX_DIFF = re.compile(r"max[ _]?diff(?:erence)?\s*[:=]\s*([-+0-9.eE]+|nan|inf)", re.IGNORECASE)
+
+
+@dataclass
+class JobContext:
+    """What the runner knew when it sent the job."""
+    operator: str
+    case: str
+    mode: str
+    dirs: JobDirs
+    description: str = ""
+    shapes: list[list[int]] | None = None
+    dtypes: list[str] | None = None
+    is_script: bool = False
+    golden_fallback: bool = False
+    compare: str = "strict"
+    max_mismatch_ratio: float = 0.005
+    memory_bytes: int = 0
+    timeout_s: float = 0.0
+
+
+def tail(path: Path, chars: int = TAIL_CHARS) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return text[-chars:]
+
+
+def read_plog(dirs: JobDirs, warm_log_dir: Path | None, pid: int | None) -> str:
+    """The job's pypto logs: in its own log dir, or the warm parent's when no mount namespace."""
+    files = sorted(dirs.logs.rglob("*.log"))
+    if warm_log_dir is not None and pid:
+        files += sorted(p for p in warm_log_dir.rglob(f"*{pid}_*.log"))
+    parts = []
+    for path in files:
+        try:
+            parts.append(f"== {path.name}\n" + path.read_text(errors="replace")[-MAX_PLOG_CHARS:])
+        except OSError:
+            continue
+    return "\n".join(parts)[-MAX_PLOG_CHARS:]
+
+
+def _stages(events: list[dict[str, Any]]) -> tuple[list[Stage], dict[str, Any] | None, str]:
+    stages: dict[str, Stage] = {}
+    failed: dict[str, Any] | None = None
+    last = ""
+    for ev in events:
+        if ev["event"] != "stage":
+            continue
+        name = ev["name"]
+        last = name
+        if ev["status"] == "start":
+            stages[name] = Stage(name, "running")
+        else:
+            stage = stages.setdefault(name, Stage(name, ev["status"]))
+            stage.status = ev["status"]
+            stage.duration_s = round(float(ev.get("duration_s") or 0.0), 4)
+            if ev["status"] == "error":
+                failed = {"stage": name, **(ev.get("error") or {})}
+    return list(stages.values()), failed, last
+
+
+def _exit_info(report: dict[str, Any], timeout_s: float) -> str:
+    if report.get("timed_out"):
+        return f"timeout after {timeout_s:g} s"
+    sig = report.get("signal")
+    if sig:
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = str(sig)
+        return f"signal {sig} ({name})"
+    code = report.get("exit_code")
+    if code not in (0, None):
+        return f"exit code {code}"
+    return ""
+
+
+def _structural(report: dict[str, Any], failed: dict[str, Any] | None, mode: str, texts: str,
+                maxrss_bytes: int, memory_bytes: int, is_script: bool) -> str:
+    if report.get("timed_out"):
+        return "timeout"
+    died = report.get("signal") or (report.get("exit_code") not in (0, None) and not is_script)
+    oom = any(m in texts for m in OOM_MARKERS) or (memory_bytes and maxrss_bytes >= 0.9 * memory_bytes)
+    if (failed and failed.get("type") == "MemoryError") or (died and oom):
+        return "oom"
+    if died:
+        return "crash"
+    if failed and failed["stage"] in (mode, "compare"):
+        return "error"
+    if failed and failed["stage"] == "golden":
+        return "not_run"
+    return "ok"
+
+
+def _cost_model(launches: list[Launch]) -> CostModel | None:
+    models = []
+    for launch in launches:
+        if launch.output_dir and Path(launch.output_dir).is_dir():
+            costmodel.write_trace(Path(launch.output_dir))
+            model = costmodel.parse(Path(launch.output_dir))
+            if model is not None:
+                models.append(model)
+    if not models:
+        return None
+    if len(models) == 1:
+        return models[0]
+    total_us = sum(m.aicore_time_us for m in models)
+    return CostModel(
+        aicore_time_us=round(total_us, 4),
+        utilization=round(sum(m.utilization * m.aicore_time_us for m in models) / total_us, 6) if total_us else 0.0,
+        total_cycles=sum(m.total_cycles for m in models),
+        aic_tasks=sum(m.aic_tasks for m in models),
+        aiv_tasks=sum(m.aiv_tasks for m in models),
+        output_dir=models[-1].output_dir,
+        files=models[-1].files,
+    )
+
+
+def _script_evidence(events: list[dict[str, Any]], stdout: str) -> dict[str, Any]:
+    asserts = [e for e in events if e["event"] == "assert"]
+    passed = failed = 0
+    for a in asserts:
+        if assert_passed(a.get("metrics") or {}):
+            passed += 1
+        else:
+            failed += 1
+    markers = {k: len(p.findall(stdout)) for k, p in MARKER_PATTERNS.items()}
+    max_diffs = [m.group(1) for m in MAX_DIFF.finditer(stdout)]
+    result = next((e for e in events if e["event"] == "script_result"), {})
+    return {"exit_code": result.get("exit_code"), "asserts": asserts, "asserts_passed": passed,
+            "asserts_failed": failed, "markers": markers, "max_diff_printed": max_diffs[-10:]}
+
+
+def build(ctx: JobContext, report: dict[str, Any], warm_log_dir: Path | None) -> CaseResult:
+    events: list[dict[str, Any]] = report.get("events", [])
+    stages, failed, last_stage = _stages(events)
+    launches = [Launch(kernel=e["kernel"], output_written=e["output_written"], arg_shapes=e["arg_shapes"],
+                       duration_s=e.get("duration_s", 0.0), output_dir=e.get("output_dir", ""),
+                       error=e.get("error", "")) for e in events if e["event"] == "launch"]
+    internal = next((e for e in events if e["event"] == "internal_error"), None)
+    if "leader_error" in report:
+        internal = {"error": {"type": "LeaderError", "message": report["leader_error"]}}
+    stdout, stderr = tail(ctx.dirs.stdout, 10**6), tail(ctx.dirs.stderr, 10**6)
+    plog = read_plog(ctx.dirs, warm_log_dir, report.get("pid"))
+    maxrss = int(report.get("maxrss_kb") or 0) * 1024
+    structural = _structural(report, failed, ctx.mode, stderr + stdout, maxrss, ctx.memory_bytes, ctx.is_script)
+    if internal and structural == "ok":
+        structural = "crash"
+    exit_info = _exit_info(report, ctx.timeout_s)
+    if structural == "oom":
+        exit_info = (exit_info + f"; oom (peak RSS {maxrss / 2**30:.2f} GiB, limit "
+                     f"{ctx.memory_bytes / 2**30:.2f} GiB)").lstrip("; ")
+    error = None
+    source = failed or (internal or {}).get("error") and {"stage": last_stage, **internal["error"]}
+    if source:
+        error = ErrorInfo(type=source.get("type", ""), message=source.get("message", ""),
+                          file=source.get("file", ""), line=int(source.get("line") or 0),
+                          traceback=source.get("traceback", ""))
+    elif exit_info:
+        error = ErrorInfo(type="ProcessExit", message=exit_info)
+    result_ev = next((e for e in events if e["event"] == "result"), None)
+    metrics = result_ev["metrics"] if result_ev else None
+    provenance = result_ev.get("provenance", []) if result_ev else []
+    script = _script_evidence(events, stdout) if ctx.is_script else None
+    if script and script["asserts"] and metrics is None:
+        metrics = _worst_assert(script["asserts"])
+    if ctx.is_script:
+        output_written = any(any(l.output_written) for l in launches) if launches else None
+    else:
+        output_written = all(p.get("written") for p in provenance) if provenance else (False if result_ev else None)
+    ev = verdicts.Evidence(
+        mode=ctx.mode, structural=structural, golden_failed=bool(failed and failed["stage"] == "golden"),
+        kernel_launches=len(launches), metrics=metrics,
+        within_tolerance=within_tolerance(metrics, ctx.compare, ctx.max_mismatch_ratio) if metrics else None,
+        output_written=output_written, golden_fallback=ctx.golden_fallback, is_script=ctx.is_script,
+        exit_code=script["exit_code"] if script else None,
+        asserts_passed=script["asserts_passed"] if script else 0,
+        asserts_failed=script["asserts_failed"] if script else 0,
+        markers=script["markers"] if script else {},
+    )
+    verdict, precision, reason = verdicts.decide(ev)
+    fail_stage = failed["stage"] if failed else (last_stage or ctx.mode)
+    diagnoses: list[Diagnosis] = []
+    if verdict not in ("pass", "sim_output_unwritten") or error is not None:
+        diagnoses = diagnose(stage=fail_stage, mode=ctx.mode,
+                             exception=f"{error.type}: {error.message}" if error else "",
+                             stdout=stdout, stderr=stderr, plog=plog, exit_info=exit_info)
+        if error and error.file:
+            for d in diagnoses:
+                if not d.file:
+                    d.file, d.line = error.file, error.line
+    return CaseResult(
+        operator=ctx.operator, case=ctx.case, description=ctx.description,
+        shapes=ctx.shapes if ctx.shapes is not None else (launches[0].arg_shapes if launches else []),
+        dtypes=ctx.dtypes or [], structural=structural, stage=fail_stage, error=error, diagnosis=diagnoses,
+        metrics=metrics, precision=precision, output_written=output_written, kernel_launches=len(launches),
+        cost_model=_cost_model(launches) if ctx.mode == "sim" else None, verdict=verdict,
+        verdict_reason=reason, duration_s=float(report.get("wall_s") or 0.0), stages=stages,
+        launches=launches, script=script,
+        logs={"stdout": stdout[-TAIL_CHARS:], "stderr": stderr[-TAIL_CHARS:], "plog": plog[-TAIL_CHARS:]},
+        job_dir=str(ctx.dirs.root),
+    )
+
+
+def _worst_assert(asserts: list[dict[str, Any]]) -> dict[str, Any] | None:
+    usable = [a["metrics"] for a in asserts if a.get("metrics") and "error" not in a["metrics"]]
+    if not usable:
+        return None
+    return max(usable, key=lambda m: (m.get("max_abs_diff") is None, m.get("max_abs_diff") or 0.0))

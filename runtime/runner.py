@@ -1,0 +1,229 @@
+"""Run one submission on this host: syntax, lint, then one sandboxed job per case."""
+from __future__ import annotations
+
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from runtime import submission as submission_mod
+from runtime.dtypes import default_tolerance
+from runtime.errors import NO_NPU_MESSAGE, HostError, SubmissionError
+from runtime.host import environment, npu_status
+from runtime.jobenv import JobDirs, job_environment
+from runtime.lint import GOLDEN_FALLBACK, lint_files
+from runtime.outcome import JobContext, build
+from runtime.report import CaseResult, Diagnosis, ErrorInfo, LintFinding, Report, Stage, Submission
+from runtime.sandbox import Limits
+from runtime.zygote import WarmParent
+
+DEFAULT_TIMEOUT_S = 300.0
+LIST_TIMEOUT_S = 60.0
+SCRIPT_CASE_ID = re.compile(r"^\s*(?:ID:\s*)(\S+)\s*$", re.MULTILINE)
+MAIN_CASE = "main"
+
+
+@dataclass
+class RunOptions:
+    mode: str = "sim"
+    cases: list[str] = field(default_factory=list)
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    memory_bytes: int = Limits.memory_bytes
+    work_dir: Path | None = None
+    device_id: int | None = None
+    graph_verify: bool = True
+    verify_passes: bool = False
+    isolate_network: bool = True
+    drop_privileges: bool = True
+
+
+CaseCallback = Callable[[CaseResult, int, int], None]
+
+
+def run_submission(path: Path, options: RunOptions, warm: WarmParent | None = None,
+                   on_case: CaseCallback | None = None) -> Report:
+    """Verify the submission at `path`. Raises SubmissionError or HostError for unusable input."""
+    start = time.perf_counter()
+    if options.mode not in ("sim", "npu"):
+        raise SubmissionError(f"unknown mode {options.mode!r}; use sim or npu")
+    if options.mode == "npu":
+        available, why = npu_status()
+        if not available:
+            raise HostError(f"{NO_NPU_MESSAGE} ({why})")
+    work = Path(options.work_dir) if options.work_dir else Path(tempfile.mkdtemp(prefix="crosscheck-run-"))
+    work.mkdir(parents=True, exist_ok=True)
+    work.chmod(0o755)
+    sub = submission_mod.load(Path(path), work)
+    _check_case_filter(sub, options.cases)
+    syntax_stage, syntax_errors = _syntax(sub)
+    lint_start = time.perf_counter()
+    findings = lint_files([sub.root / f for f in sub.python_files], sub.root)
+    lint_stage = Stage("lint", "ok", round(time.perf_counter() - lint_start, 4),
+                       f"{len(findings)} finding(s)")
+    report = Report(
+        submission=Submission(kind=sub.kind, name=sub.name, sha256=sub.sha256, files=sub.files),
+        mode=options.mode, environment=environment(), lint=findings,
+    )
+    own_warm = warm is None
+    runner = _CaseRunner(sub, options, work, findings, [syntax_stage, lint_stage])
+    try:
+        if syntax_errors:
+            report.cases = runner.syntax_failures(syntax_errors)
+        else:
+            warm = warm or WarmParent(options.mode)
+            runner.warm = warm
+            specs = runner.case_list()
+            for index, spec in enumerate(specs):
+                case = runner.run(spec)
+                report.cases.append(case)
+                if on_case:
+                    on_case(case, index + 1, len(specs))
+            report.environment.sandbox = runner.sandbox_info or {}
+    finally:
+        if own_warm and warm is not None:
+            warm.close()
+    report.duration_s = round(time.perf_counter() - start, 4)
+    return report
+
+
+def _check_case_filter(sub: submission_mod.Submission, wanted: list[str]) -> None:
+    if not wanted or sub.case_file is None:
+        return
+    known = [c.id for c in sub.case_file.cases]
+    unknown = [c for c in wanted if c not in known]
+    if unknown:
+        raise SubmissionError(f"unknown case id(s) {', '.join(unknown)}; known: {', '.join(known)}")
+
+
+def _syntax(sub: submission_mod.Submission) -> tuple[Stage, list[ErrorInfo]]:
+    start = time.perf_counter()
+    errors = []
+    for rel in sub.python_files:
+        source = (sub.root / rel).read_bytes()
+        try:
+            compile(source, rel, "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            errors.append(ErrorInfo(type=type(exc).__name__, message=f"{rel}:{exc.lineno}: {exc.msg}",
+                                    file=rel, line=exc.lineno or 0))
+        except ValueError as exc:  # e.g. null bytes
+            errors.append(ErrorInfo(type="SyntaxError", message=f"{rel}: {exc}", file=rel))
+    status = "error" if errors else "ok"
+    return Stage("syntax", status, round(time.perf_counter() - start, 4)), errors
+
+
+class _CaseRunner:
+    def __init__(self, sub: submission_mod.Submission, options: RunOptions, work: Path,
+                 findings: list[LintFinding], shared_stages: list[Stage]):
+        self.sub = sub
+        self.options = options
+        self.work = work
+        self.shared_stages = shared_stages
+        self.golden_fallback = any(f.rule == GOLDEN_FALLBACK for f in findings)
+        self.warm: WarmParent | None = None
+        self.sandbox_info: dict[str, Any] | None = None
+        self._count = 0
+
+    def syntax_failures(self, errors: list[ErrorInfo]) -> list[CaseResult]:
+        first = errors[0]
+        diag = Diagnosis(rule="python-syntax-error", cause=f"Python cannot parse {first.file}: {first.message}",
+                         fix="Fix the syntax error at the line shown; the kernel never ran.", sim_only=False,
+                         stage="syntax", evidence=first.message, origin="exception", file=first.file,
+                         line=first.line)
+        ids = [c.id for c in self.sub.case_file.cases] if self.sub.case_file else (self.options.cases or [MAIN_CASE])
+        if self.options.cases:
+            ids = [i for i in ids if i in self.options.cases] or self.options.cases
+        return [CaseResult(operator=self.sub.name, case=i, structural="error", stage="syntax", error=first,
+                           diagnosis=[diag], verdict="structural_error",
+                           verdict_reason="a submission file has a Python syntax error",
+                           stages=list(self.shared_stages)) for i in ids]
+
+    def case_list(self) -> list[Any]:
+        if self.sub.case_file is not None:
+            cases = self.sub.case_file.cases
+            return [c for c in cases if not self.options.cases or c.id in self.options.cases]
+        if self.options.cases:
+            return list(self.options.cases)
+        return self._discover_script_cases() or [MAIN_CASE]
+
+    def _discover_script_cases(self) -> list[str]:
+        """Ask the script for its case ids (`--list`, the hicann/pypto examples convention)."""
+        request, dirs = self._request(f"list-{self.sub.name}", LIST_TIMEOUT_S)
+        request.update(kind="script", script=self.sub.script, script_args=["--list", "--run_mode", self.options.mode])
+        assert self.warm is not None
+        result = self.warm.run_job(request)
+        launched = any(e.get("event") == "launch_start" for e in result.get("events", []))
+        if launched or result.get("exit_code") != 0:
+            return []  # the script ignored --list; run it whole
+        text = dirs.stdout.read_text(errors="replace") if dirs.stdout.exists() else ""
+        return list(dict.fromkeys(SCRIPT_CASE_ID.findall(text)))
+
+    def _request(self, label: str, timeout_s: float) -> tuple[dict[str, Any], JobDirs]:
+        self._count += 1
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", label)[:60]
+        dirs = JobDirs(self.work / "jobs" / f"{self._count:03d}-{safe}").create()
+        submission_mod.copy_into(self.sub, dirs.src)
+        for p in [dirs.root, dirs.src, *dirs.src.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        assert self.warm is not None
+        limits = Limits(timeout_s=timeout_s, memory_bytes=self.options.memory_bytes,
+                        isolate_network=self.options.isolate_network,
+                        drop_privileges=self.options.drop_privileges)
+        request = {
+            "job_dir": str(dirs.root), "src_dir": str(dirs.src), "work_dir": str(dirs.work),
+            "log_dir": str(dirs.logs), "stdout_path": str(dirs.stdout), "stderr_path": str(dirs.stderr),
+            "writable_dirs": [str(d) for d in dirs.writable()],
+            "mode": self.options.mode, "device_id": self.options.device_id,
+            "env": job_environment(dirs, self.options.mode, self.warm.config_path, self.options.device_id),
+            "limits": limits.__dict__,
+            "graph_verify": {"enabled": self.options.graph_verify and self.options.mode == "sim",
+                             "verify_passes": self.options.verify_passes},
+        }
+        return request, dirs
+
+    def run(self, spec: Any) -> CaseResult:
+        if isinstance(spec, str):
+            return self._run_script_case(spec)
+        return self._run_package_case(spec)
+
+    def _run_package_case(self, case: Any) -> CaseResult:
+        request, dirs = self._request(f"{self.sub.name}-{case.id}", self.options.timeout_s)
+        out_dtype = (case.outputs[0].get("dtype") if case.outputs else None) or case.inputs[0].dtype
+        rtol_default, atol_default = default_tolerance(out_dtype)
+        tolerance = (case.rtol if case.rtol is not None else rtol_default,
+                     case.atol if case.atol is not None else atol_default)
+        assert self.sub.impl and self.sub.golden
+        request.update(
+            kind="package",
+            impl={"file": self.sub.impl.file, "function": self.sub.impl.function},
+            golden={"file": self.sub.golden.file, "function": self.sub.golden.function},
+            case={"id": case.id, "seed": case.seed, "params": case.params,
+                  "inputs": [i.__dict__ for i in case.inputs], "output_args": case.output_args},
+            tolerance=list(tolerance),
+        )
+        request["graph_verify"]["verify_passes"] = self.options.verify_passes or case.verify_passes
+        ctx = JobContext(operator=self.sub.name, case=case.id, mode=self.options.mode, dirs=dirs,
+                         description=case.description, shapes=[i.shape for i in case.inputs],
+                         dtypes=[i.dtype for i in case.inputs], golden_fallback=self.golden_fallback,
+                         compare=case.compare, max_mismatch_ratio=case.max_mismatch_ratio,
+                         memory_bytes=self.options.memory_bytes, timeout_s=self.options.timeout_s)
+        return self._finish(ctx, request)
+
+    def _run_script_case(self, case_id: str) -> CaseResult:
+        request, dirs = self._request(f"{self.sub.name}-{case_id}", self.options.timeout_s)
+        args = [] if case_id == MAIN_CASE else [case_id]
+        request.update(kind="script", script=self.sub.script, script_args=[*args, "--run_mode", self.options.mode])
+        ctx = JobContext(operator=self.sub.name, case=case_id, mode=self.options.mode, dirs=dirs,
+                         is_script=True, golden_fallback=self.golden_fallback,
+                         memory_bytes=self.options.memory_bytes, timeout_s=self.options.timeout_s)
+        return self._finish(ctx, request)
+
+    def _finish(self, ctx: JobContext, request: dict[str, Any]) -> CaseResult:
+        assert self.warm is not None
+        report = self.warm.run_job(request)
+        if self.sandbox_info is None:
+            self.sandbox_info = report.get("isolation")
+        case = build(ctx, report, self.warm.log_dir)
+        case.stages = [*self.shared_stages, *case.stages]
+        return case

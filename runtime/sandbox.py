@@ -1,0 +1,191 @@
+"""Process isolation for one job: namespaces, limits and an unprivileged uid (Linux).
+
+The job leader (a fork of the warm parent) calls `isolate()` while still privileged, then forks
+the job process, which calls `enter()` to take its limits and drop to the job uid.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+MS_RDONLY = 0x1
+MS_NOSUID = 0x2
+MS_NODEV = 0x4
+MS_REMOUNT = 0x20
+MS_BIND = 0x1000
+MS_REC = 0x4000
+MS_PRIVATE = 0x40000
+MNT_DETACH = 0x2
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_PDEATHSIG = 1
+
+# Job uids: one per concurrent job (RLIMIT_NPROC counts a uid's processes machine-wide).
+JOB_UID_BASE = 200_000
+JOB_UID_RANGE = 50_000
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+@dataclass
+class Limits:
+    timeout_s: float = 300.0
+    memory_bytes: int = 8 * 1024**3  # RLIMIT_AS; import torch+pypto alone needs ~700 MiB
+    file_bytes: int = 2 * 1024**3
+    nproc: int = 1024
+    isolate_network: bool = True
+    drop_privileges: bool = True
+
+
+@dataclass
+class Isolation:
+    """What the sandbox achieved for a job, reported in the environment section."""
+    network: bool = False
+    pid_namespace: bool = False
+    mount_namespace: bool = False
+    uid: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"network_isolated": self.network, "pid_namespace": self.pid_namespace,
+                "mount_namespace": self.mount_namespace, "uid": self.uid, "notes": self.notes}
+
+
+def _check(ret: int, what: str) -> None:
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(src: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    _check(_libc.mount(src.encode() if src else None, target.encode(), fstype.encode() if fstype else None,
+                       ctypes.c_ulong(flags), data.encode() if data else None), f"mount {target}")
+
+
+def job_uid(leader_pid: int) -> int:
+    return JOB_UID_BASE + leader_pid % JOB_UID_RANGE
+
+
+def needed_paths(job_dir: Path) -> list[Path]:
+    """Paths the job must read: the interpreter, its packages, and the job dir."""
+    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), job_dir}
+    paths.update(Path(p) for p in sys.path if p and os.path.isdir(p))
+    return sorted(p.resolve() for p in paths if p.exists())
+
+
+def _closed_ancestor(path: Path) -> Path | None:
+    """The outermost ancestor that others cannot traverse (e.g. /root, mode 0700)."""
+    for anc in reversed(path.parents):
+        if anc == Path("/"):
+            continue
+        try:
+            if not os.stat(anc).st_mode & 0o001:
+                return anc
+        except OSError:
+            return None
+    return None
+
+
+def _expose_through(closed: Path, children: set[Path]) -> None:
+    """Replace `closed` with an empty, traversable tmpfs holding only `children` (read-only binds).
+
+    Secrets elsewhere under `closed` (e.g. /root/.ssh) stay invisible to the job.
+    """
+    fds = {child: os.open(child, os.O_PATH | os.O_DIRECTORY) for child in children}
+    try:
+        _mount("tmpfs", str(closed), "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=1m")
+        for child, fd in fds.items():
+            child.mkdir(parents=True, exist_ok=True)
+            _mount(f"/proc/self/fd/{fd}", str(child), None, MS_BIND | MS_REC)
+            _mount(None, str(child), None, MS_BIND | MS_REMOUNT | MS_RDONLY)
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+
+
+def isolate(job_dir: Path, log_binds: dict[Path, Path], limits: Limits) -> Isolation:
+    """In the job leader: new namespaces and the job's view of the filesystem. Best effort."""
+    iso = Isolation()
+    privileged = os.geteuid() == 0
+    flags = CLONE_NEWNS | CLONE_NEWPID | (CLONE_NEWNET if limits.isolate_network else 0)
+    if not privileged:
+        flags |= CLONE_NEWUSER
+        uid, gid = os.geteuid(), os.getegid()
+    if _libc.unshare(ctypes.c_int(flags)) != 0:
+        iso.notes.append(f"namespaces unavailable ({os.strerror(ctypes.get_errno())}); "
+                         "job runs without network/pid isolation")
+        return iso
+    if not privileged:
+        _write_id_maps(uid, gid)
+    iso.network = limits.isolate_network
+    iso.pid_namespace = True
+    try:
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        iso.mount_namespace = True
+        for target, source in log_binds.items():
+            target.mkdir(parents=True, exist_ok=True)
+            _mount(str(source), str(target), None, MS_BIND)
+        if privileged and limits.drop_privileges:
+            _hide_closed_dirs(job_dir)
+    except OSError as exc:
+        iso.notes.append(f"mount setup failed: {exc}")
+    return iso
+
+
+def _hide_closed_dirs(job_dir: Path) -> None:
+    groups: dict[Path, set[Path]] = {}
+    for path in needed_paths(job_dir):
+        closed = _closed_ancestor(path)
+        if closed is not None:
+            child = closed / path.relative_to(closed).parts[0]
+            groups.setdefault(closed, set()).add(child)
+    for closed, children in groups.items():
+        _expose_through(closed, children)
+
+
+def _write_id_maps(uid: int, gid: int) -> None:
+    with open("/proc/self/setgroups", "w") as f:
+        f.write("deny")
+    with open("/proc/self/uid_map", "w") as f:
+        f.write(f"{uid} {uid} 1")
+    with open("/proc/self/gid_map", "w") as f:
+        f.write(f"{gid} {gid} 1")
+
+
+def can_read_all(paths: list[Path], uid: int) -> list[Path]:
+    """The paths a given uid could not traverse (checked by the 'other' permission bits)."""
+    bad = []
+    for path in paths:
+        for anc in [*reversed(path.parents), path]:
+            try:
+                st = os.stat(anc)
+            except OSError:
+                bad.append(path)
+                break
+            if st.st_uid != uid and not st.st_mode & 0o001:
+                bad.append(path)
+                break
+    return bad
+
+
+def enter(limits: Limits, uid: int | None) -> None:
+    """In the job process: resource limits, then the unprivileged uid. Irreversible."""
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+    cpu = int(limits.timeout_s * 2) + 30  # a backstop; the wall clock timeout is the real limit
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+    if uid is not None:
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.nproc, limits.nproc))
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)

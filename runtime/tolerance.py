@@ -1,0 +1,18 @@
+"""Whether metrics count as within tolerance (stdlib only: the leader side has no torch)."""
+from __future__ import annotations
+
+from typing import Any
+
+
+def within_tolerance(m: dict[str, Any], compare_kind: str = "strict", max_ratio: float = 0.005) -> bool:
+    """Strict: every element close and no NaN. Ratio: no NaN/inf and at most max_ratio outside."""
+    if not m.get("shape_match") or "error" in m:
+        return False
+    if compare_kind == "ratio":
+        return m["nan_count"] == 0 and m["inf_count"] == 0 and m["mismatch_ratio"] <= max_ratio
+    return m["mismatch_count"] == 0 and m["nan_count"] == 0
+
+
+def assert_passed(m: dict[str, Any]) -> bool:
+    """A captured assert_allclose/assert_close call, judged by its own rtol/atol."""
+    return "error" not in m and within_tolerance(m)

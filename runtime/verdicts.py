@@ -1,0 +1,114 @@
+"""Per-case verdicts: the one place that decides them.
+
+| verdict               | meaning |
+|-----------------------|---------|
+| pass                  | the kernel ran, wrote its output, and the output is within tolerance of the golden (NPU); in SIM only when SIM itself wrote the output |
+| precision_fail        | the kernel ran and wrote its output, but the output is outside tolerance (or has the wrong shape) |
+| structural_error      | the kernel failed to parse, compile or run (an exception in the SIM/NPU stage), or its result has the wrong structure |
+| crash                 | the job process died: a signal (segfault, abort), an unexpected exit, or out-of-memory |
+| timeout               | the job ran past its wall-clock limit and was killed |
+| not_run               | no kernel ran: the wrapper/script never launched a jit kernel, or the golden failed so the case could not be evaluated |
+| suspect_fake_pass     | the result matches the golden (exactly or within tolerance) but the kernel cannot have produced it: no kernel launched, lint found a golden fallback, or the kernel did not write the output that matches |
+| sim_output_unwritten  | SIM compiled and ran the kernel but, as SIM always does on a CPU host, wrote no output: structure OK, no precision evidence |
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+PASS = "pass"
+PRECISION_FAIL = "precision_fail"
+STRUCTURAL_ERROR = "structural_error"
+CRASH = "crash"
+TIMEOUT = "timeout"
+NOT_RUN = "not_run"
+SUSPECT_FAKE_PASS = "suspect_fake_pass"
+SIM_OUTPUT_UNWRITTEN = "sim_output_unwritten"
+
+VERDICTS = (PASS, PRECISION_FAIL, STRUCTURAL_ERROR, CRASH, TIMEOUT, NOT_RUN, SUSPECT_FAKE_PASS,
+            SIM_OUTPUT_UNWRITTEN)
+
+# What `crosscheck run` accepts (exit 0) per mode: SIM judges structure, the NPU precision.
+ACCEPTABLE = {"sim": {PASS, SIM_OUTPUT_UNWRITTEN}, "npu": {PASS}}
+
+
+@dataclass
+class Evidence:
+    """What a case produced, reduced to what the verdict depends on."""
+    mode: str
+    structural: str  # ok | error | crash | timeout | oom | not_run
+    golden_failed: bool = False
+    kernel_launches: int = 0
+    metrics: dict[str, Any] | None = None
+    within_tolerance: bool | None = None
+    output_written: bool | None = None
+    golden_fallback: bool = False  # lint found a try/except returning golden/torch maths
+    # scripts
+    is_script: bool = False
+    exit_code: int | None = None
+    asserts_passed: int = 0
+    asserts_failed: int = 0
+    markers: dict[str, int] = field(default_factory=dict)
+
+
+def decide(ev: Evidence) -> tuple[str, str, str]:
+    """(verdict, precision, reason) for one case."""
+    if ev.structural == "timeout":
+        return TIMEOUT, "not_applicable", "the job ran past its time limit"
+    if ev.structural in ("crash", "oom"):
+        what = "ran out of memory" if ev.structural == "oom" else "crashed"
+        return CRASH, "not_applicable", f"the job process {what}"
+    if ev.golden_failed:
+        return NOT_RUN, "not_applicable", "the golden failed: fix the submission's golden; the kernel was not judged"
+    if ev.is_script:
+        return _decide_script(ev)
+    if ev.structural == "error":
+        return STRUCTURAL_ERROR, "not_applicable", "the kernel failed to compile or run"
+    matches = bool(ev.within_tolerance)
+    if ev.kernel_launches == 0:
+        if matches:
+            return SUSPECT_FAKE_PASS, "not_applicable", "the result matches the golden but no jit kernel launched"
+        return NOT_RUN, "not_applicable", "the wrapper never launched a jit kernel"
+    if matches and ev.golden_fallback:
+        return SUSPECT_FAKE_PASS, "not_applicable", "the result matches, and lint found a golden fallback around the kernel"
+    if matches and not ev.output_written:
+        return SUSPECT_FAKE_PASS, "not_applicable", "the result matches the golden but the kernel did not write it"
+    shape_ok = bool(ev.metrics and ev.metrics.get("shape_match"))
+    if ev.mode == "sim":
+        if not shape_ok:
+            return STRUCTURAL_ERROR, "not_applicable", "the output's shape differs from the golden's"
+        if not ev.output_written:
+            return SIM_OUTPUT_UNWRITTEN, "not_applicable", "SIM compiled and ran the kernel; SIM writes no outputs on a CPU host"
+    if matches:
+        return PASS, "pass", "within tolerance"
+    return PRECISION_FAIL, "fail", "outside tolerance" if shape_ok else "the output's shape differs from the golden's"
+
+
+def _decide_script(ev: Evidence) -> tuple[str, str, str]:
+    failed_precision = ev.asserts_failed > 0 or ev.markers.get("precision_fail", 0) > 0
+    passed_precision = ev.asserts_passed > 0 or ev.markers.get("precision_pass", 0) > 0
+    if ev.exit_code not in (0, None) or ev.structural == "error":
+        if failed_precision and ev.kernel_launches > 0 and ev.mode == "npu":
+            return PRECISION_FAIL, "fail", "the script's precision check failed"
+        if ev.kernel_launches == 0 and ev.structural != "error":
+            return NOT_RUN, "not_applicable", f"the script exited with code {ev.exit_code} before any kernel ran"
+        return STRUCTURAL_ERROR, "not_applicable", f"the script failed (exit code {ev.exit_code})"
+    if ev.kernel_launches == 0:
+        return NOT_RUN, "not_applicable", "exit code 0 but no jit kernel launched"
+    if passed_precision and (ev.golden_fallback or not ev.output_written):
+        return SUSPECT_FAKE_PASS, "not_applicable", (
+            "the script's precision check passed but lint found a golden fallback" if ev.golden_fallback
+            else "the script's precision check passed but no kernel wrote any output")
+    if ev.mode == "sim":
+        if not ev.output_written:
+            return SIM_OUTPUT_UNWRITTEN, "not_applicable", "SIM ran the kernels; SIM writes no outputs on a CPU host"
+        return PASS, "not_applicable", "SIM ran the kernels"
+    if failed_precision:
+        return PRECISION_FAIL, "fail", "the script's precision check failed"
+    if passed_precision:
+        return PASS, "pass", "the script's precision checks passed"
+    return NOT_RUN, "not_applicable", "kernels ran but the script compared nothing: no precision evidence"
+
+
+def acceptable(verdict: str, mode: str) -> bool:
+    return verdict in ACCEPTABLE.get(mode, set())

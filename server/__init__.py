@@ -1,0 +1,1 @@
+"""PTO Crosscheck service: REST API, models, settings and auth."""

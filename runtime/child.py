@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
+import re
 import runpy
 import sys
 import time
@@ -18,7 +19,7 @@ from typing import Any, Iterator, NoReturn
 
 import torch
 
-from runtime import instrument, metrics
+from runtime import graph_verify, instrument, metrics
 from runtime.events import Events
 
 TORCH_DTYPES = {
@@ -27,6 +28,8 @@ TORCH_DTYPES = {
     "uint8": torch.uint8, "bool": torch.bool,
 }
 MAX_MESSAGE_CHARS = 8000
+# C++ backtrace frames pypto appends to messages: "libX.so(symbol+0x1e) [0x7f...]".
+NATIVE_FRAME = re.compile(r"^\s*\S+\.so(\.\d+)*\(.*\)\s*\[0x[0-9a-f]+\]\s*$", re.MULTILINE)
 
 
 class StageFailed(Exception):
@@ -93,11 +96,16 @@ def error_info(exc: BaseException, src_dir: str) -> dict[str, Any]:
     text = "".join(traceback.format_exception(exc))
     return {
         "type": type(exc).__name__,
-        "message": str(exc)[:MAX_MESSAGE_CHARS],
+        "message": clean_message(str(exc))[:MAX_MESSAGE_CHARS],
         "file": file,
         "line": line,
         "traceback": text[-MAX_MESSAGE_CHARS:],
     }
+
+
+def clean_message(text: str) -> str:
+    """Drop native backtrace frames; the useful part is the error code and its sentence."""
+    return re.sub(r"\n{3,}", "\n\n", NATIVE_FRAME.sub("", text)).strip()
 
 
 @contextmanager
@@ -165,29 +173,112 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
     src, case, mode = req["src_dir"], req["case"], req["mode"]
     device = f"npu:{int(req.get('device_id') or 0)}" if mode == "npu" else "cpu"
     params = case.get("params") or {}
+    tolerance = (float(req["tolerance"][0]), float(req["tolerance"][1]))
     with stage(rec, "golden", src):
         golden_fn = load_function(src, req["golden"])
         torch.manual_seed(case["seed"])
         inputs = [make_input(spec, device) for spec in case["inputs"]]
         goldens = _golden(golden_fn, inputs, params)
     rec.inputs, rec.goldens = inputs, goldens  # for launch hooks (graph verify)
+    graph = _install_graph_verify(req, rec, case, tolerance)
+    graph_error: dict[str, Any] | None = None
     with stage(rec, mode, src):
         wrapper = load_function(src, req["impl"])
-        result = wrapper(*inputs, **params)
+        try:
+            result = wrapper(*inputs, **params)
+        except Exception as exc:
+            if graph is None:
+                raise
+            # Was it the graph check or the kernel? Run again as plain SIM to tell them apart.
+            graph_error = error_info(exc, src)
+            graph_verify.remove(rec, graph)
+            graph = None
+            rec.launches.clear()
+            rec.events.emit("graph_verify_retry", error=graph_error)
+            result = wrapper(*inputs, **params)
         if mode == "npu":
             torch.npu.synchronize()
     with stage(rec, "compare", src):
         outputs = as_outputs(result, "the wrapper")
         if len(outputs) != len(goldens):
             raise ValueError(f"the wrapper returned {len(outputs)} output(s), the golden {len(goldens)}")
-        per_output = []
-        for out, gold in zip(outputs, goldens):
+        for out in outputs:
             if not isinstance(out, torch.Tensor):
                 raise TypeError(f"the wrapper returned {type(out).__name__}, not a torch.Tensor")
-            rtol, atol = req["tolerance"]
-            per_output.append(metrics.compare(out, gold, rtol, atol))
-        rec.events.emit("result", metrics=metrics.combine(per_output),
-                        provenance=[_provenance(rec, out) for out in outputs])
+        provenance = [_provenance(rec, out) for out in outputs]
+        # With graph verify on, the outputs hold the graph's result. What plain SIM would have
+        # returned is the bytes before the launch: SIM has no data path and leaves them as they
+        # were (notes §2). Snapshotting them costs one copy; a second, plain SIM run would double
+        # the job's time for the same bytes.
+        raw = [_before_launch(rec, p) if graph is not None and p["launch"] is not None else out
+               for out, p in zip(outputs, provenance)]
+        per_output = [metrics.compare(r, g, *tolerance) for r, g in zip(raw, goldens)]
+        result_event: dict[str, Any] = {"metrics": metrics.combine(per_output), "provenance": provenance}
+        if graph is not None or graph_error is not None:
+            result_event["graph_verify"] = _graph_evidence(rec, graph, graph_error, outputs, goldens, provenance,
+                                                           tolerance, case)
+        rec.events.emit("result", **result_event)
+    if graph is not None and graph.verify_passes:
+        _verify_passes(req, rec, wrapper, inputs, params, graph)
+
+
+def _install_graph_verify(req: dict[str, Any], rec: instrument.Recorder, case: dict[str, Any],
+                          tolerance: tuple[float, float]) -> graph_verify.GraphRun | None:
+    cfg = req.get("graph_verify") or {}
+    if req["mode"] != "sim":
+        reason = "graph verify runs with SIM only; on the NPU the hardware result is the evidence"
+        run = None
+    elif not cfg.get("enabled"):
+        reason, run = "graph verify disabled for this run", None
+    else:
+        run, reason = graph_verify.install(rec, cfg, case.get("output_args"), tolerance)
+    rec.events.emit("graph_verify_setup", available=run is not None, reason=reason or "")
+    return run
+
+
+def _before_launch(rec: instrument.Recorder, prov: dict[str, Any]) -> torch.Tensor:
+    return rec.launches[prov["launch"]].before[prov["arg"]]
+
+
+def _graph_evidence(rec: instrument.Recorder, graph: graph_verify.GraphRun | None,
+                    graph_error: dict[str, Any] | None, outputs: list[torch.Tensor], goldens: list[torch.Tensor],
+                    provenance: list[dict[str, Any]], tolerance: tuple[float, float],
+                    case: dict[str, Any]) -> dict[str, Any]:
+    if graph is None:
+        return {"status": "error", "error": graph_error, "metrics": None}
+    per_output = [metrics.compare(o, g, *tolerance) for o, g in zip(outputs, goldens)]
+    rows = graph_verify.read_pypto_results([launch.output_dir for launch in rec.launches])
+    return {
+        "metrics": metrics.combine(per_output),
+        "output_written": all(p["written"] for p in provenance),
+        "duration_s": round(sum(launch.duration_s for launch in rec.launches), 4),
+        "goldens_registered": graph.assigned,
+        "pypto": graph_verify.summarize_pypto(rows),
+    }
+
+
+def _verify_passes(req: dict[str, Any], rec: instrument.Recorder, wrapper: Any, inputs: list[torch.Tensor],
+                   params: dict[str, Any], graph: graph_verify.GraphRun) -> None:
+    """Re-run with every lowered pass checked against the tensor graph, when affordable."""
+    graph_s = sum(launch.duration_s for launch in rec.launches)
+    estimate = graph_s * graph_verify.PASS_VERIFY_COST_FACTOR
+    budget = min(graph_verify.PASS_VERIFY_BUDGET_S, float(req["limits"]["timeout_s"]) / 2)
+    if estimate > budget:
+        rec.events.emit("verify_passes", status="skipped",
+                        reason=f"estimated {estimate:.0f} s > budget {budget:.0f} s; use smaller shapes")
+        return
+    first = len(rec.launches)
+    start = time.perf_counter()
+    try:
+        wrapper(*inputs, **params)
+    except Exception as exc:  # noqa: BLE001 - a failure here is evidence, not a crash
+        rec.events.emit("verify_passes", status="error", error=error_info(exc, req["src_dir"]),
+                        duration_s=time.perf_counter() - start)
+        return
+    rows = graph_verify.read_pypto_results([launch.output_dir for launch in rec.launches[first:]])
+    summary = graph_verify.summarize_pypto(rows)
+    rec.events.emit("verify_passes", status=summary["result"], estimate_s=round(estimate, 2),
+                    duration_s=round(time.perf_counter() - start, 3), **summary)
 
 
 def _golden(golden_fn: Any, inputs: list[torch.Tensor], params: dict[str, Any]) -> list[torch.Tensor]:

@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from runtime.report import CaseResult, Report
 
 VERDICT_STYLE = {
     "pass": "bold green", "sim_output_unwritten": "cyan", "precision_fail": "bold red",
     "structural_error": "bold red", "crash": "bold red", "timeout": "bold red", "not_run": "yellow",
-    "suspect_fake_pass": "bold magenta",
+    "suspect_fake_pass": "bold magenta", "sim_garbage_graph_ok": "green", "graph_fail": "bold red",
 }
 
 
@@ -50,7 +52,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
         gm = gv.get("metrics") or {}
         graph = gv.get("status", "-") if not gm else f"{gv.get('status')} {fmt(gm.get('max_abs_diff'))}"
         table.add_row(
-            case.case, f"[{VERDICT_STYLE.get(case.verdict, '')}]{case.verdict}[/]", case.structural, case.stage,
+            escape(case.case), Text(case.verdict, style=VERDICT_STYLE.get(case.verdict, "")), case.structural, case.stage,
             str(case.kernel_launches), "-" if case.output_written is None else ("yes" if case.output_written else "no"),
             _diff_cell(case), graph,
             fmt(case.cost_model.aicore_time_us) if case.cost_model else "-", f"{case.duration_s:.2f}",
@@ -59,11 +61,13 @@ def print_report(report: Report, console: Console | None = None) -> None:
     for case in report.cases:
         if case.error:
             where = f" ({case.error.file}:{case.error.line})" if case.error.file else ""
-            console.print(f"[red]{case.case}[/]: {case.error.type}: {case.error.message.splitlines()[0][:200] if case.error.message else ''}{where}")
+            first = case.error.message.splitlines()[0][:200] if case.error.message else ""
+            console.print(f"[red]{escape(case.case)}[/]: {escape(case.error.type)}: {escape(first)}{escape(where)}")
         for d in case.diagnosis[:3]:
-            console.print(f"  [bold]{d.rule}[/]{' (SIM only)' if d.sim_only else ''}: {d.cause}\n    fix: {d.fix}")
+            console.print(f"  [bold]{escape(d.rule)}[/]{' (SIM only)' if d.sim_only else ''}: {escape(d.cause)}\n"
+                          f"    fix: {escape(d.fix)}")
     if report.lint:
         console.print("[bold]lint[/]")
         for f in report.lint:
-            console.print(f"  {f.severity:7} {f.file}:{f.line} [{f.rule}] {f.message}")
+            console.print(escape(f"  {f.severity:7} {f.file}:{f.line} [{f.rule}] {f.message}"))
     console.print(f"{len(report.cases)} case(s) in {report.duration_s:.1f} s")

@@ -26,6 +26,7 @@ class LaunchRecord:
     output_dir: str
     error: str = ""
     storages: list[int] = field(default_factory=list)
+    before: list[torch.Tensor] = field(default_factory=list)  # argument bytes before the launch
 
 
 class Recorder:
@@ -110,7 +111,7 @@ def _patch_jit(rec: Recorder) -> None:
             duration = time.perf_counter() - start
             written = [bytes_changed(b, t) for b, t in zip(before, tensors)]
             record = LaunchRecord(name, tensors, written, duration, _last_output_dir(), error,
-                                  [storage_id(t) for t in tensors])
+                                  [storage_id(t) for t in tensors], before)
             rec.launches.append(record)
             rec.in_kernel = None
             rec.events.emit("launch", kernel=name, output_written=written,

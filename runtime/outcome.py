@@ -188,8 +188,13 @@ def build(ctx: JobContext, report: dict[str, Any], warm_log_dir: Path | None) ->
     script = _script_evidence(events, stdout) if ctx.is_script else None
     if script and script["asserts"] and metrics is None:
         metrics = _worst_assert(script["asserts"])
+    graph = _graph_verify(events, result_ev)
     if ctx.is_script:
         output_written = any(any(l.output_written) for l in launches) if launches else None
+    elif graph and graph.get("status") in ("pass", "fail"):
+        # The graph run wrote the outputs; SIM itself has no data path (notes §2), as the raw
+        # metrics taken from the pre-launch bytes confirm.
+        output_written = False
     else:
         output_written = all(p.get("written") for p in provenance) if provenance else (False if result_ev else None)
     ev = verdicts.Evidence(
@@ -201,6 +206,7 @@ def build(ctx: JobContext, report: dict[str, Any], warm_log_dir: Path | None) ->
         asserts_passed=script["asserts_passed"] if script else 0,
         asserts_failed=script["asserts_failed"] if script else 0,
         markers=script["markers"] if script else {},
+        graph_status=graph.get("status") if graph else None,
     )
     verdict, precision, reason = verdicts.decide(ev)
     fail_stage = failed["stage"] if failed else (last_stage or ctx.mode)
@@ -220,10 +226,35 @@ def build(ctx: JobContext, report: dict[str, Any], warm_log_dir: Path | None) ->
         metrics=metrics, precision=precision, output_written=output_written, kernel_launches=len(launches),
         cost_model=_cost_model(launches) if ctx.mode == "sim" else None, verdict=verdict,
         verdict_reason=reason, duration_s=float(report.get("wall_s") or 0.0), stages=stages,
-        launches=launches, script=script,
+        launches=launches, script=script, graph_verify=graph,
         logs={"stdout": stdout[-TAIL_CHARS:], "stderr": stderr[-TAIL_CHARS:], "plog": plog[-TAIL_CHARS:]},
         job_dir=str(ctx.dirs.root),
     )
+
+
+def _graph_verify(events: list[dict[str, Any]], result_ev: dict[str, Any] | None) -> dict[str, Any] | None:
+    """graph_verify: {status: pass|fail|error|unavailable, metrics, duration_s, ...}."""
+    setup = next((e for e in events if e["event"] == "graph_verify_setup"), None)
+    if setup is None:
+        return None
+    if not setup.get("available"):
+        return {"status": "unavailable", "reason": setup.get("reason", ""), "metrics": None}
+    gv = dict((result_ev or {}).get("graph_verify") or {})
+    if not gv:
+        return {"status": "unavailable", "reason": "the kernel did not run to completion", "metrics": None}
+    if gv.get("status") != "error":
+        m = gv.get("metrics") or {}
+        ok = within_tolerance(m) and gv.get("output_written")
+        gv["status"] = "pass" if ok else "fail"
+        if not gv.get("output_written"):
+            gv["reason"] = "the tensor graph never wrote the output: the kernel does not assign its output argument"
+        pypto_result = (gv.get("pypto") or {}).get("result")
+        if pypto_result in ("pass", "fail") and pypto_result != gv["status"]:
+            gv["disagreement"] = f"our compare says {gv['status']}, pypto's verify_result_brief.csv says {pypto_result}"
+    passes = next((e for e in events if e["event"] == "verify_passes"), None)
+    if passes:
+        gv["passes"] = {k: v for k, v in passes.items() if k != "event"}
+    return gv
 
 
 def _worst_assert(asserts: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -37,6 +37,7 @@ class RunOptions:
     verify_passes: bool = False
     isolate_network: bool = True
     drop_privileges: bool = True
+    cache_dir: Path | None = None  # where the graph-verify calculator is cached
 
 
 CaseCallback = Callable[[CaseResult, int, int], None]
@@ -177,10 +178,14 @@ class _CaseRunner:
             "mode": self.options.mode, "device_id": self.options.device_id,
             "env": job_environment(dirs, self.options.mode, self.warm.config_path, self.options.device_id),
             "limits": limits.__dict__,
-            "graph_verify": {"enabled": self.options.graph_verify and self.options.mode == "sim",
-                             "verify_passes": self.options.verify_passes},
+            "graph_verify": self._graph_verify_config(),
         }
         return request, dirs
+
+    def _graph_verify_config(self) -> dict[str, Any]:
+        enabled = self.options.graph_verify and self.options.mode == "sim"
+        return {"enabled": enabled, "verify_passes": self.options.verify_passes,
+                "cache_dir": str(self.options.cache_dir) if self.options.cache_dir else None}
 
     def run(self, spec: Any) -> CaseResult:
         if isinstance(spec, str):

@@ -10,6 +10,10 @@
 | not_run               | no kernel ran: the wrapper/script never launched a jit kernel, or the golden failed so the case could not be evaluated |
 | suspect_fake_pass     | the result matches the golden (exactly or within tolerance) but the kernel cannot have produced it: no kernel launched, lint found a golden fallback, or the kernel did not write the output that matches |
 | sim_output_unwritten  | SIM compiled and ran the kernel but, as SIM always does on a CPU host, wrote no output: structure OK, no precision evidence |
+| sim_garbage_graph_ok  | as sim_output_unwritten, and graph verify ran the kernel's tensor graph on the CPU and matched the golden: the SIM garbage is benign; hardware precision still awaits the NPU |
+| graph_fail            | SIM compiled and ran the kernel, but its tensor graph computed on the CPU does not match the golden (or never writes the output): the kernel's maths or tiling is wrong, no NPU needed |
+
+Graph verify never makes a case `pass`: precision on hardware is the NPU's word.
 """
 from __future__ import annotations
 
@@ -24,12 +28,14 @@ TIMEOUT = "timeout"
 NOT_RUN = "not_run"
 SUSPECT_FAKE_PASS = "suspect_fake_pass"
 SIM_OUTPUT_UNWRITTEN = "sim_output_unwritten"
+SIM_GARBAGE_GRAPH_OK = "sim_garbage_graph_ok"
+GRAPH_FAIL = "graph_fail"
 
 VERDICTS = (PASS, PRECISION_FAIL, STRUCTURAL_ERROR, CRASH, TIMEOUT, NOT_RUN, SUSPECT_FAKE_PASS,
-            SIM_OUTPUT_UNWRITTEN)
+            SIM_OUTPUT_UNWRITTEN, SIM_GARBAGE_GRAPH_OK, GRAPH_FAIL)
 
 # What `crosscheck run` accepts (exit 0) per mode: SIM judges structure, the NPU precision.
-ACCEPTABLE = {"sim": {PASS, SIM_OUTPUT_UNWRITTEN}, "npu": {PASS}}
+ACCEPTABLE = {"sim": {PASS, SIM_OUTPUT_UNWRITTEN, SIM_GARBAGE_GRAPH_OK}, "npu": {PASS}}
 
 
 @dataclass
@@ -43,6 +49,7 @@ class Evidence:
     within_tolerance: bool | None = None
     output_written: bool | None = None
     golden_fallback: bool = False  # lint found a try/except returning golden/torch maths
+    graph_status: str | None = None  # pass | fail | error | unavailable (SIM graph verify)
     # scripts
     is_script: bool = False
     exit_code: int | None = None
@@ -77,7 +84,12 @@ def decide(ev: Evidence) -> tuple[str, str, str]:
     if ev.mode == "sim":
         if not shape_ok:
             return STRUCTURAL_ERROR, "not_applicable", "the output's shape differs from the golden's"
+        if ev.graph_status == "fail":
+            return GRAPH_FAIL, "not_applicable", "the kernel's tensor graph, run on the CPU, does not match the golden"
         if not ev.output_written:
+            if ev.graph_status == "pass":
+                return SIM_GARBAGE_GRAPH_OK, "not_applicable", (
+                    "SIM writes no outputs on a CPU host; graph verify matched the golden, so the SIM garbage is benign")
             return SIM_OUTPUT_UNWRITTEN, "not_applicable", "SIM compiled and ran the kernel; SIM writes no outputs on a CPU host"
     if matches:
         return PASS, "pass", "within tolerance"

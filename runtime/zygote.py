@@ -229,6 +229,7 @@ def lead(request: dict[str, Any]) -> dict[str, Any]:
     if uid is not None:
         for d in request["writable_dirs"]:
             os.chown(d, uid, uid)
+    _load_calculator(request.get("graph_verify") or {})
     log_binds = {Path(request["warm_log_dir"]): Path(request["log_dir"])}
     iso = sandbox.isolate(job_dir, log_binds, limits)
     if uid is not None and not iso.mount_namespace:
@@ -267,6 +268,23 @@ def lead(request: dict[str, Any]) -> dict[str, Any]:
         "pid": pid,
         "isolation": iso.as_dict(),
     }
+
+
+def _load_calculator(cfg: dict[str, Any]) -> None:
+    """Load the cached calculator before the job starts; never build it here (~60 s)."""
+    from runtime import calculator
+
+    if not cfg.get("enabled"):
+        return
+    cache = cfg.get("cache_dir")
+    ready, note = calculator.status(Path(cache) if cache else None)
+    if not ready:
+        cfg["calculator_note"] = note
+        return
+    try:
+        calculator.load(Path(note))
+    except OSError as exc:
+        cfg["calculator_note"] = f"loading the calculator failed: {exc}"
 
 
 def _redirect_output(request: dict[str, Any]) -> None:

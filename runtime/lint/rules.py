@@ -1,0 +1,64 @@
+"""Rule ids, their one-line descriptions and severities, and the collector the checks write to."""
+from __future__ import annotations
+
+from runtime.report import LintFinding
+
+GOLDEN_FALLBACK = "golden-fallback"
+
+RULES: dict[str, str] = {
+    "return-annotation": "A jit function has a return annotation, which pypto rejects.",
+    "future-annotations": "`from __future__ import annotations` in a file with jit functions turns the "
+    "pypto.Tensor annotations into strings.",
+    "non-tensor-before-tensor": "A jit function declares a non-tensor parameter before a tensor parameter.",
+    "missing-tensor-annotation": "A jit function parameter used as a tensor is not annotated with pypto.Tensor.",
+    "tensor-iteration": "Kernel code iterates or unpacks a tensor (list(t) hangs pypto 0.2.0 forever).",
+    "symbolic-tile-shape": "Tile shapes are computed from tensor shapes or loop indices, which are not "
+    "concrete for DYNAMIC dims.",
+    "range-over-symbolic": "Kernel code calls Python range() over a tensor shape instead of pypto.loop.",
+    "float-loop-bound": "pypto.loop gets a float or numpy bound instead of a Python int.",
+    "ops-before-vec-tiles": "A kernel runs vector ops before (or without) pypto.set_vec_tile_shapes (F21004).",
+    "matmul-without-cube-tiles": "A kernel calls matmul without pypto.set_cube_tile_shapes (FC4000 kL0=0).",
+    "stitch-on-simple-kernel": "stitch_* options on a kernel with no pypto.loop and no matmul "
+    "(NPU 'launch aicpu failed: 107003').",
+    "empty-kernel": "A jit function computes and writes nothing, so its outputs keep what the host put there.",
+    GOLDEN_FALLBACK: "An except handler around the kernel returns the golden, a torch result or an input.",
+    "torch-after-kernel": "Host code applies torch maths to the kernel's output on the way to the result.",
+    "argv-run-mode-in-main": "The jit decorator reads a run mode that is only set after import (in main).",
+}
+
+SEVERITY: dict[str, str] = {
+    "return-annotation": "error",
+    "future-annotations": "error",
+    "non-tensor-before-tensor": "error",
+    "missing-tensor-annotation": "error",
+    "tensor-iteration": "error",
+    "symbolic-tile-shape": "warning",
+    "range-over-symbolic": "warning",
+    "float-loop-bound": "error",
+    "ops-before-vec-tiles": "error",
+    "matmul-without-cube-tiles": "error",
+    "stitch-on-simple-kernel": "warning",
+    "empty-kernel": "warning",
+    GOLDEN_FALLBACK: "error",
+    "torch-after-kernel": "warning",
+    "argv-run-mode-in-main": "warning",
+}
+
+
+class Findings:
+    """Collects one file's findings; the same (rule, line, message) is kept once."""
+
+    def __init__(self, file: str, text: str) -> None:
+        self.file = file
+        self._lines = text.splitlines()
+        self._found: dict[tuple[str, int, str], LintFinding] = {}
+
+    def add(self, rule: str, line: int, message: str) -> None:
+        """Record a finding of `rule` at `line` (1-based)."""
+        source = self._lines[line - 1].strip() if 0 < line <= len(self._lines) else ""
+        finding = LintFinding(rule, SEVERITY[rule], self.file, line, message, source)
+        self._found.setdefault((rule, line, message), finding)
+
+    def sorted(self) -> list[LintFinding]:
+        """All findings, by line then rule."""
+        return sorted(self._found.values(), key=lambda f: (f.line, f.rule))

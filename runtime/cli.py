@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -9,6 +10,15 @@ from runtime import verdicts
 from runtime.errors import HostError, SubmissionError
 
 EXIT_OK, EXIT_FAIL, EXIT_UNUSABLE = 0, 1, 2
+
+
+def default_cache_dir() -> Path:
+    """Where the graph-verify calculator is cached (CROSSCHECK_CACHE_DIR overrides)."""
+    env = os.environ.get("CROSSCHECK_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pto-crosscheck"
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
@@ -22,6 +32,28 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", type=int, default=None, help="NPU device id (NPU mode)")
     p.add_argument("--no-graph-verify", action="store_true", help="skip the CPU graph-verify oracle in SIM")
     p.add_argument("--verify-passes", action="store_true", help="also check every lowered pass (slow)")
+    p.add_argument("--cache-dir", type=Path, default=None, help="graph-verify calculator cache")
+
+
+def add_calculator_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", choices=["build", "status"])
+    p.add_argument("--cache-dir", type=Path, default=None)
+
+
+def calculator_command(args: argparse.Namespace) -> int:
+    from runtime import calculator
+
+    cache = args.cache_dir or default_cache_dir()
+    if args.action == "status":
+        ready, note = calculator.status(cache)
+        print(("ready: " if ready else "not ready: ") + note)
+        return EXIT_OK if ready else EXIT_FAIL
+    try:
+        calculator.build(cache)
+    except Exception as exc:  # noqa: BLE001 - a failed build is reported, not a traceback
+        print(f"error: the calculator build failed: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    return EXIT_OK
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -33,7 +65,8 @@ def run_command(args: argparse.Namespace) -> int:
     err = Console(stderr=True)
     options = RunOptions(mode=args.mode, cases=args.case, timeout_s=args.timeout,
                          memory_bytes=int(args.memory * 2**30), work_dir=args.work_dir, device_id=args.device,
-                         graph_verify=not args.no_graph_verify, verify_passes=args.verify_passes)
+                         graph_verify=not args.no_graph_verify, verify_passes=args.verify_passes,
+                         cache_dir=args.cache_dir or default_cache_dir())
     try:
         def progress(case, done, total):  # type: ignore[no-untyped-def]
             err.print(f"[{done}/{total}] {case.case}: {case.verdict} ({case.duration_s:.2f} s)")
@@ -55,9 +88,12 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="crosscheck run", description=__doc__)
-    add_run_arguments(parser)
-    return run_command(parser.parse_args(argv))
+    parser = argparse.ArgumentParser(prog="python -m runtime", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_run_arguments(sub.add_parser("run", help="verify one submission on this host"))
+    add_calculator_arguments(sub.add_parser("calculator", help="build or check the graph-verify calculator"))
+    args = parser.parse_args(argv)
+    return calculator_command(args) if args.command == "calculator" else run_command(args)
 
 
 if __name__ == "__main__":

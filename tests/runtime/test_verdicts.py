@@ -1,0 +1,74 @@
+"""The verdict rules, one row per situation."""
+import pytest
+
+from runtime import verdicts as v
+from runtime.verdicts import Evidence, decide
+
+GARBAGE = {"shape_match": True, "max_abs_diff": 1e31, "mismatch_count": 900, "nan_count": 3}
+CLOSE = {"shape_match": True, "max_abs_diff": 1e-7, "mismatch_count": 0, "nan_count": 0}
+WRONG_SHAPE = {"shape_match": False, "mismatch_count": 10, "nan_count": 0}
+
+
+def ev(**kw):
+    base = dict(mode="sim", structural="ok", kernel_launches=1, metrics=GARBAGE, within_tolerance=False,
+                output_written=False)
+    base.update(kw)
+    return Evidence(**base)
+
+
+CASES = [
+    ("timeout", ev(structural="timeout"), v.TIMEOUT),
+    ("crash", ev(structural="crash"), v.CRASH),
+    ("oom is a crash", ev(structural="oom"), v.CRASH),
+    ("golden failed", ev(golden_failed=True, structural="not_run", kernel_launches=0), v.NOT_RUN),
+    ("compile error", ev(structural="error"), v.STRUCTURAL_ERROR),
+    ("no launch, no match", ev(kernel_launches=0), v.NOT_RUN),
+    ("no launch but matches", ev(kernel_launches=0, metrics=CLOSE, within_tolerance=True), v.SUSPECT_FAKE_PASS),
+    ("lint fallback and match", ev(metrics=CLOSE, within_tolerance=True, output_written=True, golden_fallback=True,
+                                   mode="npu"), v.SUSPECT_FAKE_PASS),
+    ("match but kernel never wrote it", ev(metrics=CLOSE, within_tolerance=True, output_written=False, mode="npu"),
+     v.SUSPECT_FAKE_PASS),
+    ("sim match without write", ev(metrics=CLOSE, within_tolerance=True), v.SUSPECT_FAKE_PASS),
+    ("sim garbage", ev(), v.SIM_OUTPUT_UNWRITTEN),
+    ("sim garbage, graph ok", ev(graph_status="pass"), v.SIM_GARBAGE_GRAPH_OK),
+    ("sim garbage, graph fail", ev(graph_status="fail"), v.GRAPH_FAIL),
+    ("sim garbage, graph error", ev(graph_status="error"), v.SIM_OUTPUT_UNWRITTEN),
+    ("sim wrong shape", ev(metrics=WRONG_SHAPE), v.STRUCTURAL_ERROR),
+    ("npu pass", ev(mode="npu", metrics=CLOSE, within_tolerance=True, output_written=True), v.PASS),
+    ("npu fail", ev(mode="npu", output_written=True), v.PRECISION_FAIL),
+    ("npu wrong shape", ev(mode="npu", metrics=WRONG_SHAPE, output_written=True), v.PRECISION_FAIL),
+    ("script exit 0 no launch", ev(is_script=True, exit_code=0, kernel_launches=0, metrics=None), v.NOT_RUN),
+    ("script sim ran", ev(is_script=True, exit_code=0, metrics=None), v.SIM_OUTPUT_UNWRITTEN),
+    ("script exception", ev(is_script=True, exit_code=1, structural="error", metrics=None), v.STRUCTURAL_ERROR),
+    ("script early exit", ev(is_script=True, exit_code=3, kernel_launches=0, metrics=None), v.NOT_RUN),
+    ("script sim assert passes on unwritten", ev(is_script=True, exit_code=0, asserts_passed=1, metrics=CLOSE),
+     v.SUSPECT_FAKE_PASS),
+    ("script npu pass", ev(is_script=True, mode="npu", exit_code=0, asserts_passed=2, output_written=True), v.PASS),
+    ("script npu assert fails", ev(is_script=True, mode="npu", exit_code=1, asserts_failed=1, output_written=True),
+     v.PRECISION_FAIL),
+    ("script npu marker fail", ev(is_script=True, mode="npu", exit_code=0, markers={"precision_fail": 1},
+                                  output_written=True), v.PRECISION_FAIL),
+    ("script npu no evidence", ev(is_script=True, mode="npu", exit_code=0, output_written=True), v.NOT_RUN),
+]
+
+
+@pytest.mark.parametrize("name,evidence,expected", CASES, ids=[c[0] for c in CASES])
+def test_decide(name, evidence, expected):
+    verdict, precision, reason = decide(evidence)
+    assert verdict == expected, reason
+    assert verdict in v.VERDICTS and reason
+    if verdict == v.PASS and evidence.mode == "npu":
+        assert precision == "pass"
+    if evidence.mode == "sim":
+        assert precision != "pass"  # SIM and graph verify never claim hardware precision
+
+
+def test_acceptable_per_mode():
+    assert v.acceptable(v.SIM_OUTPUT_UNWRITTEN, "sim") and v.acceptable(v.SIM_GARBAGE_GRAPH_OK, "sim")
+    assert not v.acceptable(v.SIM_OUTPUT_UNWRITTEN, "npu") and not v.acceptable(v.GRAPH_FAIL, "sim")
+    assert v.acceptable(v.PASS, "npu")
+
+
+def test_every_verdict_is_documented():
+    for name in v.VERDICTS:
+        assert f"| {name}" in v.__doc__

@@ -81,23 +81,19 @@ def needed_paths(job_dir: Path) -> list[Path]:
     return sorted(p.resolve() for p in paths if p.exists())
 
 
-def _closed_ancestor(path: Path) -> Path | None:
-    """The outermost ancestor that others cannot traverse (e.g. /root, mode 0700)."""
-    for anc in reversed(path.parents):
-        if anc == Path("/"):
-            continue
-        try:
-            if not os.stat(anc).st_mode & 0o001:
-                return anc
-        except OSError:
-            return None
-    return None
+def _is_closed(path: Path) -> bool:
+    """Others cannot traverse this directory (e.g. /root or pytest's tmp root, mode 0700)."""
+    try:
+        return not os.stat(path).st_mode & 0o001
+    except OSError:
+        return False
 
 
-def _expose_through(closed: Path, children: set[Path]) -> None:
-    """Replace `closed` with an empty, traversable tmpfs holding only `children` (read-only binds).
+def _expose_through(closed: Path, children: set[Path], writable: Path) -> None:
+    """Replace `closed` with an empty, traversable tmpfs holding only `children`.
 
-    Secrets elsewhere under `closed` (e.g. /root/.ssh) stay invisible to the job.
+    Secrets elsewhere under `closed` (e.g. /root/.ssh) stay invisible to the job. The binds are
+    read-only, except the one holding the job dir.
     """
     fds = {child: os.open(child, os.O_PATH | os.O_DIRECTORY) for child in children}
     try:
@@ -105,7 +101,8 @@ def _expose_through(closed: Path, children: set[Path]) -> None:
         for child, fd in fds.items():
             child.mkdir(parents=True, exist_ok=True)
             _mount(f"/proc/self/fd/{fd}", str(child), None, MS_BIND | MS_REC)
-            _mount(None, str(child), None, MS_BIND | MS_REMOUNT | MS_RDONLY)
+            if not writable.is_relative_to(child):
+                _mount(None, str(child), None, MS_BIND | MS_REMOUNT | MS_RDONLY)
     finally:
         for fd in fds.values():
             os.close(fd)
@@ -141,14 +138,16 @@ def isolate(job_dir: Path, log_binds: dict[Path, Path], limits: Limits) -> Isola
 
 
 def _hide_closed_dirs(job_dir: Path) -> None:
-    groups: dict[Path, set[Path]] = {}
-    for path in needed_paths(job_dir):
-        closed = _closed_ancestor(path)
-        if closed is not None:
-            child = closed / path.relative_to(closed).parts[0]
-            groups.setdefault(closed, set()).add(child)
-    for closed, children in groups.items():
-        _expose_through(closed, children)
+    """Make the needed paths reachable for the job uid through every closed ancestor.
+
+    Deepest closed dir first: each gets a tmpfs holding binds of just the needed children, and
+    a shallower one then binds that (recursively, submounts included).
+    """
+    needed = needed_paths(job_dir)
+    closed = {anc for p in needed for anc in p.parents if anc != Path("/") and _is_closed(anc)}
+    for dir_ in sorted(closed, key=lambda p: len(p.parts), reverse=True):
+        children = {dir_ / p.relative_to(dir_).parts[0] for p in needed if p != dir_ and p.is_relative_to(dir_)}
+        _expose_through(dir_, children, job_dir.resolve())
 
 
 def _write_id_maps(uid: int, gid: int) -> None:

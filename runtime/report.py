@@ -127,6 +127,7 @@ class Report:
     lint: list[LintFinding] = field(default_factory=list)
     cases: list[CaseResult] = field(default_factory=list)
     duration_s: float = 0.0
+    cancelled: bool = False  # stopped before every case ran
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -165,5 +166,6 @@ def from_dict(data: dict[str, Any]) -> Report:
         lint=[build(LintFinding, x) for x in data.get("lint", [])],
         cases=cases,
         duration_s=data.get("duration_s", 0.0),
+        cancelled=bool(data.get("cancelled", False)),
         schema_version=data.get("schema_version", SCHEMA_VERSION),
     )

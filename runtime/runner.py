@@ -40,7 +40,8 @@ class RunOptions:
     cache_dir: Path | None = None  # where the graph-verify calculator is cached
 
 
-CaseCallback = Callable[[CaseResult, int, int], None]
+# Called after each case with (case, done, total); returning False stops the run (cancel).
+CaseCallback = Callable[[CaseResult, int, int], "bool | None"]
 
 
 def run_submission(path: Path, options: RunOptions, warm: WarmParent | None = None,
@@ -79,8 +80,9 @@ def run_submission(path: Path, options: RunOptions, warm: WarmParent | None = No
             for index, spec in enumerate(specs):
                 case = runner.run(spec)
                 report.cases.append(case)
-                if on_case:
-                    on_case(case, index + 1, len(specs))
+                if on_case and on_case(case, index + 1, len(specs)) is False:
+                    report.cancelled = len(report.cases) < len(specs)
+                    break
             report.environment.sandbox = runner.sandbox_info or {}
     finally:
         if own_warm and warm is not None:

@@ -1,24 +1,69 @@
-"""The `crosscheck` command: one entry point for the runtime, the service and the client."""
+"""The `crosscheck` command: one entry point for the runtime, the service and the client.
+
+Subcommands live in server/commands/<name>.py, each with `register(subparsers)` that adds its
+parser and sets `func` (a callable taking the parsed args and returning an exit code). They are
+imported lazily so `crosscheck run` never loads the web or database stack.
+"""
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+
+# (command, module): runtime commands first, then the service's.
+COMMANDS = (
+    ("run", "runtime.cli"),
+    ("calculator", "runtime.cli"),
+    ("up", "server.commands.up"),
+    ("api", "server.commands.api"),
+    ("worker", "server.commands.worker"),
+    ("submit", "server.commands.submit"),
+    ("db", "server.commands.db"),
+    ("token", "server.commands.token"),
+)
+
+
+def _register_runtime(sub: argparse._SubParsersAction, name: str) -> None:  # type: ignore[type-arg]
+    from runtime import cli
+
+    if name == "run":
+        p = sub.add_parser("run", help="verify one submission on this host")
+        cli.add_run_arguments(p)
+        p.set_defaults(func=cli.run_command)
+    else:
+        p = sub.add_parser("calculator", help="build or check the graph-verify calculator")
+        cli.add_calculator_arguments(p)
+        p.set_defaults(func=cli.calculator_command)
+
+
+def build_parser(argv: list[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="crosscheck", description="PTO Crosscheck: verify PyPTO kernels")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    wanted = argv[0] if argv and not argv[0].startswith("-") else None
+    for name, module in COMMANDS:
+        if module == "runtime.cli":
+            _register_runtime(sub, name)
+            continue
+        if wanted is not None and wanted != name:
+            sub.add_parser(name, help=f"(see crosscheck {name} --help)")  # listed, not loaded
+            continue
+        try:
+            importlib.import_module(module).register(sub)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            sub.add_parser(name, help="(not available in this install)")
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="crosscheck", description="PTO Crosscheck: verify PyPTO kernels")
-    sub = parser.add_subparsers(dest="command", required=True)
-    from runtime.cli import add_calculator_arguments, add_run_arguments, calculator_command, run_command
-
-    add_run_arguments(sub.add_parser("run", help="verify one submission on this host"))
-    add_calculator_arguments(sub.add_parser("calculator", help="build or check the graph-verify calculator"))
-    args = parser.parse_args(argv)
-    if args.command == "run":
-        return run_command(args)
-    if args.command == "calculator":
-        return calculator_command(args)
-    parser.error(f"unknown command {args.command}")
-    return 2
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(argv).parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        print(f"crosscheck {args.command}: not available in this install", file=sys.stderr)
+        return 2
+    return int(func(args))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ module whose name ends with `_impl` (the operator-package convention: `<op>_impl
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -66,19 +67,22 @@ class Module:
 
     def __init__(self, tree: ast.Module, siblings: Mapping[str, frozenset[str]]) -> None:
         self.tree = tree
-        self.imports = _import_map(tree)
+        nodes = list(ast.walk(tree))
+        self.imports = _import_map(nodes)
         self.constants: dict[str, ast.expr] = {
             t.id: n.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)
         }
         self.functions: dict[str, Function] = {
-            n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+            n.name: n for n in nodes if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
         }
         self.kernels: dict[str, Kernel] = {}
         self.subgraphs: dict[str, Function] = {}
-        self.launch_names: set[str] = set()
+        self.launch_names: set[str] = set()  # jit functions, `k = jit(...)(fn)` names and imported launches
+        self.local_launches: set[str] = set()  # the first two only: what this module exports
         self.launch_modules: dict[str, frozenset[str] | None] = {}  # alias -> its kernels (None: any)
-        self._find_kernels()
-        self._find_imported_launches(siblings)
+        self._find_kernels(nodes)
+        self.launch_names |= self.local_launches
+        self._find_imported_launches(nodes, siblings)
         self.kernel_code = self._kernel_closure()
         self.launchers: set[str] = set()
         self.launchers = self._find_launchers()
@@ -120,7 +124,7 @@ class Module:
 
     def exported_launches(self) -> frozenset[str]:
         """Names other modules may import to launch this module's kernels."""
-        return frozenset(self.kernels) | frozenset(self.launch_names) | frozenset(self.launchers)
+        return frozenset(self.local_launches | self.launchers)
 
     def sets_at_module_level(self, pypto_fn: str) -> bool:
         """Whether module-level code (outside any def) calls `pypto.<pypto_fn>`."""
@@ -148,15 +152,15 @@ class Module:
         target = node.func if isinstance(node, ast.Call) else node
         return self.resolve(target) in JIT
 
-    def _find_kernels(self) -> None:
+    def _find_kernels(self, nodes: list[ast.AST]) -> None:
         for fn in self.functions.values():
             for deco in fn.decorator_list:
                 if self._jit_of(deco):
                     self.kernels[fn.name] = Kernel(fn, deco, decorated=True)
-                    self.launch_names.add(fn.name)
+                    self.local_launches.add(fn.name)
                 elif self.resolve(deco.func if isinstance(deco, ast.Call) else deco) in SUBGRAPH:
                     self.subgraphs[fn.name] = fn
-        for node in ast.walk(self.tree):  # call form: k = pypto.frontend.jit(...)(impl) or jit(impl)
+        for node in nodes:  # call form: k = pypto.frontend.jit(...)(impl) or jit(impl)
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                 self._call_form(node)
 
@@ -169,25 +173,25 @@ class Module:
         fn = self.functions.get(call.args[0].id)
         if fn is not None and fn.name not in self.kernels:
             self.kernels[fn.name] = Kernel(fn, jit, decorated=False)
-        self.launch_names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        self.local_launches.update(t.id for t in node.targets if isinstance(t, ast.Name))
 
-    def _find_imported_launches(self, siblings: Mapping[str, frozenset[str]]) -> None:
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.ImportFrom):
+    def _find_imported_launches(self, nodes: list[ast.AST], siblings: Mapping[str, frozenset[str]]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.ImportFrom) and not _is_library(node.module or ""):
                 source = (node.module or "").rpartition(".")[2]
                 for alias in node.names:
                     local = alias.asname or alias.name
-                    if node.module and source.endswith(IMPL_SUFFIX):
-                        self.launch_names.add(local)
-                    elif node.module and alias.name in siblings.get(source, frozenset()):
-                        self.launch_names.add(local)
-                    elif alias.name.endswith(IMPL_SUFFIX) or alias.name in siblings:  # from . import x_impl
-                        self.launch_modules[local] = _exports(alias.name, siblings)
+                    if node.module and _is_sibling(source, siblings):
+                        exported = siblings.get(source)  # None: an `_impl` module we have not seen
+                        if exported is None or alias.name in exported:
+                            self.launch_names.add(local)
+                    elif _is_sibling(alias.name, siblings):  # from . import op_impl
+                        self.launch_modules[local] = siblings.get(alias.name)
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     leaf = alias.name.rpartition(".")[2]
-                    if leaf.endswith(IMPL_SUFFIX) or leaf in siblings:
-                        self.launch_modules[alias.asname or alias.name] = _exports(leaf, siblings)
+                    if not _is_library(alias.name) and _is_sibling(leaf, siblings):
+                        self.launch_modules[alias.asname or alias.name] = siblings.get(leaf)
 
     def _kernel_closure(self) -> set[str]:
         """Names of jit functions, subgraphs and every module function they call (kernel code)."""
@@ -206,30 +210,35 @@ class Module:
     def _find_launchers(self) -> set[str]:
         """Host functions that call a kernel launch, directly or through another launcher."""
         found: set[str] = set()
-        grew = True
-        while grew:
-            grew = False
-            for name, fn in self.functions.items():
-                if name in found or name in self.kernel_code:
-                    continue
-                for call in calls_in(fn.body):
-                    f = call.func
-                    if self.is_launch(call) or (isinstance(f, ast.Name) and f.id in found):
-                        found.add(name)
-                        grew = True
-                        break
+        callees: dict[str, set[str]] = {}
+        for name, fn in self.functions.items():
+            if name not in self.kernel_code:
+                calls = list(calls_in(fn.body))
+                callees[name] = {c.func.id for c in calls if isinstance(c.func, ast.Name)}
+                if any(self.is_launch(c) for c in calls):
+                    found.add(name)
+        while grown := {name for name, called in callees.items() if name not in found and called & found}:
+            found |= grown
         return found
 
 
-def _exports(module: str, siblings: Mapping[str, frozenset[str]]) -> frozenset[str] | None:
-    """What a sibling module exports; None (anything) for an `_impl` module we have not seen."""
-    return siblings.get(module)
+def _is_library(module: str) -> bool:
+    """Whether an import names the standard library or pypto/torch themselves (`pypto.pypto_impl`)."""
+    root = module.partition(".")[0]
+    return root in sys.stdlib_module_names or root in ("pypto", "torch", "torch_npu", "numpy")
 
 
-def _import_map(tree: ast.Module) -> dict[str, str]:
+def _is_sibling(module: str, siblings: Mapping[str, frozenset[str]]) -> bool:
+    """Whether `module` may hold the submission's kernels: a linted sibling, or any `*_impl` module."""
+    if module == "pypto_impl":  # pypto's own C++ binding
+        return False
+    return module in siblings or (module.endswith(IMPL_SUFFIX) and module not in sys.stdlib_module_names)
+
+
+def _import_map(nodes: list[ast.AST]) -> dict[str, str]:
     """Local name -> qualified name for every import in the file (function-level imports included)."""
     names: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:

@@ -1,34 +1,42 @@
 """Walks kernel code in statement order, the order pypto traces it.
 
-On the way it infers which names hold tensors, dynamic shapes or symbolic scalars, records the
-events the tiling rules need (tiles set, vector op, matmul, loop, write) and reports misuse that is
-visible at one spot (iterating a tensor, symbolic tile shapes, range() over a shape, float loop bounds).
-Helpers called from kernel code are walked in place, their events carrying the call's line.
+On the way it infers which names hold tensors or symbolic scalars, records the events the tiling rules
+need (tiles set, vector op, matmul, loop, write) and reports misuse visible at one spot (iterating a
+tensor, symbolic tile shapes, range() over a symbolic size, float loop bounds). Helpers called from
+kernel code are walked in place with what the caller knows about their arguments; their events carry
+the line of the call.
 """
 from __future__ import annotations
 
 import ast
+import builtins
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from runtime.lint.module import Function, Module, own_nodes, params
 from runtime.lint.rules import Findings
+from runtime.lint.shapes import STATIC, ShapeRef, Spec, annotation_spec, is_tensor_annotation
 
-TENSOR, SHAPE, SYM, OTHER = "tensor", "shape", "sym", "other"  # SHAPE: a DYNAMIC tensor's .shape
-VEC_TILES, CUBE_TILES, VEC_OP, MATMUL, LOOP, STITCH, WRITE = (
-    "vec_tiles", "cube_tiles", "vec_op", "matmul", "loop", "stitch", "write",
-)
+TENSOR, SHAPE, SYM, OTHER = "tensor", "shape", "sym", "other"  # SHAPE: a shape with a DYNAMIC dim
+VEC_TILES, CUBE_TILES, VEC_OP, MATMUL, LOOP, STITCH, WRITE, UNKNOWN = (
+    "vec_tiles", "cube_tiles", "vec_op", "matmul", "loop", "stitch", "write", "unknown",
+)  # UNKNOWN: a call into code we cannot see (another module), which may set tiles or do the work
 MAX_DEPTH = 8
 
 # pypto functions that return symbolic scalars, not tensors.
-SCALAR_CALLS = frozenset({"max", "min", "ceildiv", "to_sym", "to_syms", "is_loop_begin", "is_loop_end", "cond"})
+SCALAR_CALLS = frozenset({"max", "min", "ceildiv", "to_sym", "to_syms", "is_loop_begin", "is_loop_end", "cond",
+                          "symbolic_scalar", "SymbolicScalar", "SymInt"})
+LOOP_TESTS = frozenset({"is_loop_begin", "is_loop_end", "cond"})
+SYMBOL_FACTORIES = frozenset({"symbolic_scalar", "SymbolicScalar", "SymInt"})  # SymbolicScalar("bs") is a symbol
+BUILTINS = frozenset(dir(builtins))
 # pypto functions that create no vector op, so they need no vec tiles. Measured in SIM (0.2.0): view,
 # reshape, unsqueeze and assemble compile before set_vec_tile_shapes; full, zeros, cast, clone and
-# transpose fail with F21004 (or FC0000 'TileShape dim num') there.
+# transpose fail there with F21004 (or FC0000 'TileShape dim num').
 NO_TILE_CALLS = SCALAR_CALLS | {
     "view", "reshape", "unsqueeze", "assemble", "loop", "loop_unroll", "Tensor", "tensor", "from_torch",
     "reset_options", "pass_verify_print", "pass_verify_save", "bytes_of", "SymbolicScalar", "Element", "conv",
 }
-MULTI_OUTPUT_CALLS = frozenset({"topk", "sort32", "mrgsort"})  # they return a tuple, unpacking is fine
+MULTI_OUTPUT_CALLS = frozenset({"topk", "sort32", "mrgsort"})  # they return tuples: unpacking is fine
 NOT_TENSOR_RESULTS = MULTI_OUTPUT_CALLS | {
     "loop", "loop_unroll", "Tensor", "tensor", "from_torch", "reset_options", "pass_verify_print",
     "pass_verify_save", "bytes_of", "SymbolicScalar", "Element",
@@ -57,142 +65,28 @@ def merge(*kinds: str) -> str:
     return SYM if SYM in kinds or SHAPE in kinds else OTHER
 
 
-def is_tensor_annotation(m: Module, ann: ast.expr | None) -> bool:
-    """`pypto.Tensor`, `pypto.Tensor(...)`, `pypto.Tensor[...]` (any alias, `tensor` too)."""
-    if isinstance(ann, ast.Call):
-        ann = ann.func
-    elif isinstance(ann, ast.Subscript):
-        ann = ann.value
-    return ann is not None and m.pypto_name(ann) in ("Tensor", "tensor")
-
-
-def is_static_annotation(m: Module, ann: ast.expr) -> bool:
-    """Whether a tensor annotation spells out a shape of plain ints (no DYNAMIC, no `...`)."""
-    shape: ast.expr | None = None
-    if isinstance(ann, ast.Call) and ann.args:
-        shape = ann.args[0]
-    elif isinstance(ann, ast.Subscript):
-        shape = ann.slice.elts[0] if isinstance(ann.slice, ast.Tuple) and ann.slice.elts else ann.slice
-    if isinstance(shape, ast.Name):
-        shape = m.constants.get(shape.id)
-    if not isinstance(shape, ast.List | ast.Tuple) or not shape.elts:
-        return False
-    return all(_is_int(m, e) for e in shape.elts)
-
-
-def _is_int(m: Module, node: ast.expr) -> bool:
-    if isinstance(node, ast.Name):
-        node = m.constants.get(node.id, node)
-    return isinstance(node, ast.Constant) and type(node.value) is int
-
-
 def describe(node: ast.AST, limit: int = 40) -> str:
     """Short source text of `node` for messages."""
     text = ast.unparse(node)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-class Walker:
+class Walker(Values):
     """Walks one function of kernel code; `run()` returns its events."""
 
-    def __init__(self, m: Module, findings: Findings, fn: Function,
-                 seeds: frozenset[str] = frozenset(), stack: tuple[str, ...] = ()) -> None:
-        self.m, self.findings, self.fn = m, findings, fn
+    def __init__(self, m: Module, findings: Findings, fn: Function, known: Mapping[str, str] | None = None,
+                 specs: Mapping[str, Spec] | None = None, stack: tuple[str, ...] = (),
+                 tuples: Mapping[str, list[str]] | None = None) -> None:
+        super().__init__(m, fn, known, specs, tuples)
+        self.findings, self.fn = findings, fn
         self.stack = (*stack, fn.name)
-        self.kinds: dict[str, str] = {}
-        self.static: set[str] = set()
+        self.nones: set[str] = set()  # names bound to None, so `if x is not None:` is dead code
         self.events: list[Event] = []
-        for p in params(fn):
-            if is_tensor_annotation(m, p.annotation) or p.arg in seeds:
-                self.kinds[p.arg] = TENSOR
-            if p.annotation is not None and is_tensor_annotation(m, p.annotation):
-                if is_static_annotation(m, p.annotation):
-                    self.static.add(p.arg)
 
     def run(self) -> list[Event]:
         """Walk the body and return the events in trace order."""
         self.block(self.fn.body)
         return self.events
-
-    # --- value kinds -------------------------------------------------------------------------
-
-    def kind(self, node: ast.AST) -> str:
-        """TENSOR, SHAPE (dynamic shape tuple), SYM (symbolic scalar) or OTHER."""
-        if isinstance(node, ast.Name):
-            return self.kinds.get(node.id, OTHER)
-        if isinstance(node, ast.Attribute):
-            if node.attr == "shape" and self.kind(node.value) == TENSOR:
-                static = isinstance(node.value, ast.Name) and node.value.id in self.static
-                return OTHER if static else SHAPE
-            return OTHER
-        if isinstance(node, ast.Subscript):
-            base = self.kind(node.value)
-            if base == SHAPE:
-                return SHAPE if isinstance(node.slice, ast.Slice) else SYM
-            return TENSOR if base == TENSOR else OTHER
-        if isinstance(node, ast.Call):
-            return self._call_kind(node)
-        if isinstance(node, ast.BinOp):
-            return merge(self.kind(node.left), self.kind(node.right))
-        if isinstance(node, ast.UnaryOp):
-            return merge(self.kind(node.operand))
-        if isinstance(node, ast.IfExp):
-            return merge(self.kind(node.body), self.kind(node.orelse))
-        if isinstance(node, ast.List | ast.Tuple | ast.Set):
-            return SYM if merge(*(self.kind(e) for e in node.elts)) != OTHER else OTHER
-        if isinstance(node, ast.Starred):
-            return self.kind(node.value)
-        if isinstance(node, ast.ListComp | ast.GeneratorExp | ast.SetComp):
-            return self._comprehension_kind(node)
-        if isinstance(node, ast.Compare):
-            return TENSOR if TENSOR in map(self.kind, [node.left, *node.comparators]) else OTHER
-        return OTHER
-
-    def _call_kind(self, call: ast.Call) -> str:
-        args = [*call.args, *(k.value for k in call.keywords)]
-        name = self.m.pypto_name(call.func)
-        if name is not None:
-            leaf = name.rpartition(".")[2]
-            if leaf in SCALAR_CALLS:
-                return SYM
-            return OTHER if leaf in NOT_TENSOR_RESULTS or leaf.startswith(("set_", "get_")) else TENSOR
-        func = call.func
-        if isinstance(func, ast.Name):
-            if func.id == "len":  # the rank is concrete even for DYNAMIC dims
-                return OTHER
-            arg_kind = merge(*map(self.kind, args))
-            helper = self.m.functions.get(func.id)
-            if helper is not None and arg_kind == TENSOR:
-                return OTHER if _returns_tuple(helper) else TENSOR
-            return SYM if arg_kind == SYM else OTHER
-        if isinstance(func, ast.Attribute) and self.kind(func.value) == TENSOR:
-            return OTHER if func.attr == "dim" else TENSOR
-        return OTHER
-
-    def _comprehension_kind(self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp) -> str:
-        saved = dict(self.kinds)
-        for gen in node.generators:
-            source = self.kind(gen.iter)
-            self._bind(gen.target, SYM if source == SHAPE else TENSOR if source == TENSOR else OTHER)
-        result = self.kind(node.elt)
-        self.kinds = saved
-        return SYM if result in (SYM, SHAPE) else OTHER
-
-    def _bind(self, target: ast.AST, kind: str, value: ast.AST | None = None) -> None:
-        if isinstance(target, ast.Name):
-            self.kinds[target.id] = kind
-        elif isinstance(target, ast.Starred):
-            self._bind(target.value, kind)
-        elif isinstance(target, ast.Tuple | ast.List):
-            literal = isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(target.elts)
-            for i, elt in enumerate(target.elts):
-                if literal and not isinstance(elt, ast.Starred):
-                    assert isinstance(value, ast.Tuple | ast.List)
-                    self._bind(elt, self.kind(value.elts[i]))
-                elif kind == SHAPE:
-                    self._bind(elt, SHAPE if isinstance(elt, ast.Starred) else SYM)
-                else:
-                    self._bind(elt, TENSOR if kind == TENSOR else OTHER)
 
     # --- statements --------------------------------------------------------------------------
 
@@ -208,8 +102,7 @@ class Walker:
         if isinstance(s, ast.Assign | ast.AnnAssign):
             if s.value is not None:
                 self.expr(s.value)
-                targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-                for target in targets:
+                for target in s.targets if isinstance(s, ast.Assign) else [s.target]:
                     self._assign(target, s.value)
         elif isinstance(s, ast.AugAssign):
             self._augassign(s)
@@ -218,6 +111,8 @@ class Walker:
             self._bind_loop(s)
             self.block(s.body)
             self.block(s.orelse)
+        elif isinstance(s, ast.If) and self._constant_test(s.test) is not None:
+            self.block(s.body if self._constant_test(s.test) else s.orelse)  # tracing skips the dead branch
         elif isinstance(s, ast.While | ast.If):
             self.expr(s.test)
             self.block(s.body)
@@ -238,7 +133,20 @@ class Walker:
                 if isinstance(child, ast.expr):
                     self.expr(child)
 
+    def _constant_test(self, test: ast.expr) -> bool | None:
+        """The value of an `if` test known before tracing (`bias is not None` after `bias = None`)."""
+        if isinstance(test, ast.Constant):
+            return bool(test.value)
+        if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name)
+                and test.left.id in self.nones and isinstance(test.comparators[0], ast.Constant)
+                and test.comparators[0].value is None and isinstance(test.ops[0], ast.Is | ast.IsNot)):
+            return isinstance(test.ops[0], ast.Is)
+        return None
+
     def _assign(self, target: ast.expr, value: ast.expr) -> None:
+        if isinstance(target, ast.Name):
+            is_none = isinstance(value, ast.Constant) and value.value is None
+            (self.nones.add if is_none else self.nones.discard)(target.id)
         kind = self.kind(value)
         if isinstance(target, ast.Subscript):
             self.expr(target.slice)
@@ -261,14 +169,18 @@ class Walker:
     def _bind_loop(self, s: ast.For | ast.AsyncFor) -> None:
         it = s.iter
         if isinstance(it, ast.Call) and self.m.pypto_name(it.func) in ("loop", "loop_unroll"):
-            self._bind(s.target, SYM)  # pypto.loop indices are symbolic scalars
+            # pypto.loop indices are symbolic; loop_unroll also yields a concrete unroll length.
+            if isinstance(s.target, ast.Tuple) and s.target.elts:
+                for i, elt in enumerate(s.target.elts):
+                    self._bind(elt, SYM if i == 0 else OTHER)
+            else:
+                self._bind(s.target, SYM)
             return
-        source = self.kind(it)
-        if source == TENSOR:
+        if self.kind(it) == TENSOR:
             self._report_iteration(s.lineno, f"A Python for loop over tensor '{describe(it)}' cannot be traced "
                                    "(it hangs or raises 'Loop iterator must be range'); loop over indices "
                                    "with pypto.loop and take views.")
-        self._bind(s.target, SYM if source == SHAPE else TENSOR if source == TENSOR else OTHER)
+        self._bind(s.target, self._element_kind(it))
 
     # --- expressions -------------------------------------------------------------------------
 
@@ -326,14 +238,16 @@ class Walker:
     def _builtin_or_helper(self, call: ast.Call, name: str) -> None:
         if name == "range" and any(self.kind(a) in (SYM, SHAPE) for a in call.args):
             self.findings.add("range-over-symbolic", call.lineno,
-                              f"range({describe(call.args[-1])}) iterates a tensor shape, which raises "
-                              "\"'SymbolicScalar' object cannot be interpreted as an integer\" for DYNAMIC "
-                              "dims; use pypto.loop instead.")
+                              f"range({describe(call.args[-1])}) runs over a symbolic size (a DYNAMIC dim or a "
+                              "pypto.loop index), which raises \"'SymbolicScalar' object cannot be interpreted "
+                              "as an integer\"; use pypto.loop instead.")
         elif name in ITERATING_BUILTINS and self._iterates_tensor(call, name):
             self._report_iteration(call.lineno, f"{name}() over a tensor iterates it inside the kernel, which "
                                    "hangs pypto 0.2.0 forever (list(t)) or fails; use .shape or pypto.view.")
         elif name in self.m.functions and name not in self.m.kernels:
             self._inline(call, name)
+        elif name not in BUILTINS and name not in self.m.functions and name not in self.kinds:
+            self.events.append(Event(UNKNOWN, call.lineno, name))
 
     def _iterates_tensor(self, call: ast.Call, name: str) -> bool:
         if name in ("zip", "map"):
@@ -343,23 +257,27 @@ class Walker:
         return bool(call.args) and self.kind(call.args[0]) == TENSOR
 
     def _inline(self, call: ast.Call, name: str) -> None:
+        """Walk a helper in place, telling it which arguments are tensors or symbolic."""
         if name in self.stack or len(self.stack) >= MAX_DEPTH:
             return
         helper = self.m.functions[name]
         positional = [p.arg for p in (*helper.args.posonlyargs, *helper.args.args)]
-        seeds = {positional[i] for i, a in enumerate(call.args)
-                 if i < len(positional) and not isinstance(a, ast.Starred) and self.kind(a) == TENSOR}
-        seeds |= {k.arg for k in call.keywords if k.arg and self.kind(k.value) == TENSOR}
-        inner = Walker(self.m, self.findings, helper, frozenset(seeds), self.stack).run()
+        pairs = [(positional[i], a) for i, a in enumerate(call.args)
+                 if i < len(positional) and not isinstance(a, ast.Starred)]
+        pairs += [(k.arg, k.value) for k in call.keywords if k.arg]
+        known = {p: self.kind(a) for p, a in pairs}
+        specs = {p: self.specs.get(a.id, STATIC) if isinstance(a, ast.Name) else STATIC
+                 for p, a in pairs if known[p] == TENSOR}
+        tuples = {p: items for p, a in pairs if (items := self._item_kinds(a)) is not None}
+        inner = Walker(self.m, self.findings, helper, known, specs, self.stack, tuples).run()
         self.events += [Event(e.kind, call.lineno, e.what) for e in inner]
 
     def _check_tile_args(self, call: ast.Call, name: str) -> None:
         args = [*call.args, *(k.value for k in call.keywords)]
         if any(self.kind(a) in (SYM, SHAPE) for a in args):
             self.findings.add("symbolic-tile-shape", call.lineno,
-                              f"pypto.{name} gets sizes computed from tensor shapes or loop indices, which "
-                              "fail with 'Not concrete value' when the dim is DYNAMIC; use constants or int "
-                              "parameters.")
+                              f"pypto.{name} gets sizes computed from a DYNAMIC dim or a pypto.loop index, "
+                              "which fails with 'Not concrete value'; use constants or int parameters.")
 
     def _check_loop_bounds(self, call: ast.Call, name: str) -> None:
         for arg in [*call.args, *(k.value for k in call.keywords if k.arg in ("start", "stop", "step", "end"))]:
@@ -379,8 +297,3 @@ class Walker:
 
     def _report_iteration(self, line: int, message: str) -> None:
         self.findings.add("tensor-iteration", line, message)
-
-
-def _returns_tuple(fn: Function) -> bool:
-    """Whether a helper returns a tuple literal somewhere (so its result may be unpacked)."""
-    return any(isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple) for n in own_nodes(fn.body))

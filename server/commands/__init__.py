@@ -1,0 +1,1 @@
+"""`crosscheck` subcommands of the service (see server/cli.py)."""

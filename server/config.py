@@ -1,0 +1,63 @@
+"""Settings, from the environment (pydantic-settings). Read through get_settings()."""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_DATA_DIR = Path("crosscheck-data")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="", extra="ignore", case_sensitive=False)
+
+    data_dir: Path = DEFAULT_DATA_DIR
+    database_url: str = ""  # default: SQLite in data_dir
+    broker_url: str = ""  # default: the embedded SQLite broker in data_dir
+    blob_dir: Path | None = None  # default: data_dir/blobs
+    api_url: str = "http://127.0.0.1:8000"  # what workers call
+    worker_token: str = ""  # a token with the worker scope (remote workers)
+    anonymous_read: bool = False
+    cache_dir: Path | None = None  # the graph-verify calculator cache
+    case_timeout_s: float = 300.0
+    case_memory_gib: float = 8.0
+    max_upload_bytes: int = 20 * 1024 * 1024
+    job_heartbeat_s: float = 10.0
+    stale_job_s: float = 120.0  # a running job without heartbeat this long is re-queued
+    max_attempts: int = 3
+    broker_poll_s: float = 0.1
+
+    @field_validator("case_timeout_s", "case_memory_gib", "job_heartbeat_s", "stale_job_s")
+    @classmethod
+    def _positive(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("must be positive")
+        return value
+
+    @property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            url = self.database_url
+            if url.startswith("postgresql://"):
+                url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
+            return url
+        return f"sqlite:///{(self.data_dir / 'crosscheck.db').resolve()}"
+
+    @property
+    def resolved_broker_url(self) -> str:
+        return self.broker_url or f"sqla+sqlite:///{(self.data_dir / 'broker.db').resolve()}"
+
+    @property
+    def resolved_blob_dir(self) -> Path:
+        return (self.blob_dir or self.data_dir / "blobs").resolve()
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.resolved_database_url.startswith("sqlite")
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

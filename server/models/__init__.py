@@ -1,0 +1,11 @@
+"""All ORM models; import from here so Alembic and the app see every table."""
+from server.models.base import Base
+from server.models.case_result import CaseResult
+from server.models.job import Job
+from server.models.operator import CaseState, Operator
+from server.models.submission import Submission
+from server.models.suite_run import SuiteRun
+from server.models.token import ApiToken
+from server.models.worker import Worker
+
+__all__ = ["ApiToken", "Base", "CaseResult", "CaseState", "Job", "Operator", "Submission", "SuiteRun", "Worker"]

@@ -1,0 +1,44 @@
+"""One run of a submission in one mode, with its status lifecycle."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from server.models.base import Base, utcnow
+
+QUEUED, RUNNING = "queued", "running"
+SUCCEEDED, FAILED, ERROR, CANCELLED, TIMEOUT = "succeeded", "failed", "error", "cancelled", "timeout"
+STATUSES = (QUEUED, RUNNING, SUCCEEDED, FAILED, ERROR, CANCELLED, TIMEOUT)
+FINISHED = (SUCCEEDED, FAILED, ERROR, CANCELLED, TIMEOUT)
+
+
+class Job(Base):
+    __tablename__ = "jobs"
+    __table_args__ = (Index("ix_jobs_queue_status_created", "queue", "status", "created_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
+    operator_id: Mapped[int] = mapped_column(ForeignKey("operators.id", ondelete="CASCADE"), index=True)
+    mode: Mapped[str] = mapped_column(String(8))
+    queue: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(16), default=QUEUED, index=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=1)
+    worker: Mapped[str | None] = mapped_column(String(200))
+    env_fingerprint: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    progress: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    summary: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    error: Mapped[str | None] = mapped_column(Text)
+    timeout_s: Mapped[float] = mapped_column(Float)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    submitted_by: Mapped[str] = mapped_column(String(100), default="")
+    report_path: Mapped[str | None] = mapped_column(String(500))
+    case_count: Mapped[int] = mapped_column(Integer, default=0)
+    duration_s: Mapped[float | None] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    queued_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+    heartbeat_at: Mapped[datetime | None]

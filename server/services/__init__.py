@@ -1,0 +1,1 @@
+"""Business logic shared by the API, the dashboard and the CLI."""

@@ -1,0 +1,77 @@
+"""The verdict across modes for one operator case: the product's point.
+
+Inputs are the latest SIM case verdict (graph verify included in it: sim_garbage_graph_ok /
+graph_fail) and the latest NPU case verdict; either may be missing.
+
+| combined              | when |
+|-----------------------|------|
+| suspect_fake_pass     | either mode says the result cannot have come from the kernel |
+| kernel_defect         | the NPU result is outside tolerance, or graph verify computed a wrong result |
+| structural_error      | the kernel fails to compile/run in SIM (no NPU result, or it fails on the NPU too) |
+| sim_only_error        | SIM fails structurally but the NPU runs it within tolerance |
+| npu_only_fail         | SIM runs it, the NPU fails to compile/run it |
+| sim_garbage_npu_ok    | THE FLAG: SIM output unwritten or garbage, NPU within tolerance: not a kernel defect |
+| sim_garbage_graph_ok  | no NPU result yet; SIM garbage, but graph verify matched the golden |
+| awaiting_npu          | SIM structure OK, no graph evidence, no NPU result yet |
+| pass                  | the NPU is within tolerance and SIM agrees (or there is no SIM result) |
+"""
+from __future__ import annotations
+
+PASS = "pass"
+SIM_GARBAGE_NPU_OK = "sim_garbage_npu_ok"
+SIM_GARBAGE_GRAPH_OK = "sim_garbage_graph_ok"
+KERNEL_DEFECT = "kernel_defect"
+STRUCTURAL_ERROR = "structural_error"
+SIM_ONLY_ERROR = "sim_only_error"
+NPU_ONLY_FAIL = "npu_only_fail"
+SUSPECT_FAKE_PASS = "suspect_fake_pass"
+AWAITING_NPU = "awaiting_npu"
+
+COMBINED = (KERNEL_DEFECT, SUSPECT_FAKE_PASS, STRUCTURAL_ERROR, NPU_ONLY_FAIL, SIM_ONLY_ERROR,
+            SIM_GARBAGE_NPU_OK, SIM_GARBAGE_GRAPH_OK, AWAITING_NPU, PASS)
+# Worst first: an operator's verdict is its worst case's.
+SEVERITY = {name: i for i, name in enumerate(COMBINED)}
+FLAGGED = (SIM_GARBAGE_NPU_OK, SIM_GARBAGE_GRAPH_OK)
+DEFECTS = (KERNEL_DEFECT, SUSPECT_FAKE_PASS, STRUCTURAL_ERROR, NPU_ONLY_FAIL)
+
+# Per-mode verdicts (runtime.verdicts), grouped.
+_SIM_BROKEN = {"structural_error", "crash", "timeout", "not_run"}
+_SIM_GARBAGE = {"sim_output_unwritten", "sim_garbage_graph_ok"}
+_NPU_BROKEN = {"structural_error", "crash", "timeout", "not_run"}
+
+
+def combine(sim: str | None, npu: str | None) -> tuple[str, str]:
+    """(combined verdict, one-line reason) from the latest SIM and NPU case verdicts."""
+    if "suspect_fake_pass" in (sim, npu):
+        mode = "SIM" if sim == "suspect_fake_pass" else "NPU"
+        return SUSPECT_FAKE_PASS, f"{mode}: the result matches but the kernel cannot have produced it"
+    if npu == "precision_fail":
+        return KERNEL_DEFECT, "the NPU result is outside tolerance"
+    if sim == "graph_fail":
+        return KERNEL_DEFECT, "graph verify: the kernel's tensor graph computes a wrong result"
+    if npu is None:
+        if sim is None:
+            return AWAITING_NPU, "no result yet"
+        if sim in _SIM_BROKEN:
+            return STRUCTURAL_ERROR, f"SIM: {sim}"
+        if sim == "sim_garbage_graph_ok":
+            return SIM_GARBAGE_GRAPH_OK, ("SIM writes no outputs on CPU hosts, so its garbage is not a kernel "
+                                          "defect; graph verify matched the golden")
+        if sim == "pass":
+            return AWAITING_NPU, "SIM passed; hardware precision needs an NPU run"
+        return AWAITING_NPU, "SIM structure OK; waiting for an NPU result"
+    if npu in _NPU_BROKEN:
+        if sim is None or sim in _SIM_BROKEN:
+            return STRUCTURAL_ERROR, f"NPU: {npu}" + (f", SIM: {sim}" if sim else "")
+        return NPU_ONLY_FAIL, f"SIM runs the kernel, the NPU does not ({npu})"
+    # npu == "pass"
+    if sim in _SIM_BROKEN:
+        return SIM_ONLY_ERROR, f"SIM fails ({sim}) but the NPU result is within tolerance"
+    if sim in _SIM_GARBAGE:
+        return SIM_GARBAGE_NPU_OK, ("SIM writes no outputs on CPU hosts, so its garbage is not a kernel defect; "
+                                    "the NPU result is within tolerance")
+    return PASS, "the NPU result is within tolerance"
+
+
+def worst(verdicts: list[str]) -> str | None:
+    return min(verdicts, key=lambda v: SEVERITY.get(v, len(SEVERITY))) if verdicts else None

@@ -1,0 +1,108 @@
+"""The job lifecycle: claim (compare-and-set), heartbeat, progress, cancel, retry, stale sweep."""
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from server.errors import Conflict, NotFound
+from server.models import Job
+from server.models.base import utcnow
+from server.models.job import CANCELLED, ERROR, FINISHED, QUEUED, RUNNING
+
+
+def get(session: Session, job_id: int) -> Job:
+    job = session.get(Job, job_id)
+    if job is None:
+        raise NotFound(f"no job {job_id}")
+    return job
+
+
+def claim(session: Session, job_id: int, worker: str, attempt: int) -> bool:
+    """queued -> running for this attempt, atomically. False when someone else has it (or it was
+    cancelled): guards acks_late redelivery and duplicate deliveries."""
+    now = utcnow()
+    result = session.execute(
+        update(Job).where(Job.id == job_id, Job.status == QUEUED, Job.attempts == attempt)
+        .values(status=RUNNING, worker=worker, started_at=now, heartbeat_at=now, progress={})
+        .execution_options(synchronize_session=False)
+    )
+    return result.rowcount == 1
+
+
+def heartbeat(session: Session, job: Job, progress: dict[str, Any] | None) -> bool:
+    """Record liveness and progress; returns True when a cancel was requested."""
+    job.heartbeat_at = utcnow()
+    if progress is not None:
+        job.progress = progress
+    return job.cancel_requested
+
+
+def cancel(session: Session, job: Job) -> Job:
+    if job.status in FINISHED:
+        raise Conflict(f"job {job.id} already finished ({job.status})")
+    if job.status == QUEUED:
+        job.status = CANCELLED
+        job.finished_at = utcnow()
+    else:
+        job.cancel_requested = True  # the worker stops between cases and reports cancelled
+    return job
+
+
+def retry(session: Session, job: Job) -> Job:
+    if job.status not in FINISHED:
+        raise Conflict(f"job {job.id} is {job.status}; only finished jobs can be retried")
+    job.attempts += 1
+    job.status = QUEUED
+    job.cancel_requested = False
+    job.error = None
+    job.worker = None
+    job.started_at = job.finished_at = job.heartbeat_at = None
+    job.queued_at = utcnow()
+    job.progress = {}
+    return job
+
+
+def finish(job: Job, status: str, error: str | None = None) -> None:
+    job.status = status
+    job.error = error
+    job.finished_at = utcnow()
+    if job.started_at is not None:
+        start = job.started_at if job.started_at.tzinfo else job.started_at.replace(tzinfo=job.finished_at.tzinfo)
+        job.duration_s = (job.finished_at - start).total_seconds()
+
+
+def queue_position(session: Session, job: Job) -> int | None:
+    """1-based position among queued jobs of the same queue, or None when not queued."""
+    if job.status != QUEUED:
+        return None
+    ahead = session.scalar(select(func.count()).select_from(Job).where(
+        Job.queue == job.queue, Job.status == QUEUED, Job.queued_at < job.queued_at))
+    return int(ahead or 0) + 1
+
+
+def stale_jobs(session: Session, stale_s: float) -> list[Job]:
+    """Running jobs whose worker stopped sending heartbeats (it died, or the broker lost it)."""
+    limit = utcnow() - timedelta(seconds=stale_s)
+    return list(session.scalars(select(Job).where(Job.status == RUNNING, Job.heartbeat_at < limit)))
+
+
+def requeue_or_fail(session: Session, job: Job, max_attempts: int) -> bool:
+    """A lost job goes back to the queue as a new attempt; True when it should be enqueued."""
+    if job.attempts >= max_attempts:
+        finish(job, ERROR, f"worker lost {job.attempts} time(s) (no heartbeat); giving up")
+        return False
+    job.attempts += 1
+    job.status = QUEUED
+    job.worker = None
+    job.queued_at = utcnow()
+    job.error = f"re-queued: worker lost during attempt {job.attempts - 1}"
+    return True
+
+
+def queued_jobs(session: Session, older_than_s: float) -> list[Job]:
+    """Queued jobs that no worker has claimed for a while (their message may be lost)."""
+    limit = utcnow() - timedelta(seconds=older_than_s)
+    return list(session.scalars(select(Job).where(Job.status == QUEUED, Job.queued_at < limit)))

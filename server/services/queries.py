@@ -1,0 +1,192 @@
+"""Read-side queries shared by the API and the dashboard."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, func, or_, select
+from sqlalchemy.orm import Session
+
+from server.errors import InvalidInput, NotFound
+from server.models import CaseResult, CaseState, Job, Operator, Worker
+from server.services.combined import COMBINED, SEVERITY
+
+MAX_PAGE = 500
+
+
+@dataclass
+class OperatorFilter:
+    verdict: list[str] = field(default_factory=list)  # combined verdicts
+    q: str = ""  # substring of the name
+    mode: str | None = None  # only operators with a result in this mode
+    branch: str | None = None
+    author: str | None = None
+    since: datetime | None = None
+    flagged_only: bool = False
+
+
+def _operator_query(f: OperatorFilter) -> Select[Any]:
+    stmt = select(Operator).where(Operator.combined_verdict.is_not(None))
+    if f.verdict:
+        bad = [v for v in f.verdict if v not in COMBINED]
+        if bad:
+            raise InvalidInput(f"unknown verdict(s) {', '.join(bad)}; use {', '.join(COMBINED)}")
+        stmt = stmt.where(Operator.combined_verdict.in_(f.verdict))
+    if f.q:
+        stmt = stmt.where(Operator.name.ilike(f"%{f.q}%"))
+    if f.mode == "sim":
+        stmt = stmt.where(Operator.latest_sim_job_id.is_not(None))
+    elif f.mode == "npu":
+        stmt = stmt.where(Operator.latest_npu_job_id.is_not(None))
+    elif f.mode:
+        raise InvalidInput(f"unknown mode {f.mode!r}; use sim or npu")
+    if f.branch:
+        stmt = stmt.where(Operator.labels["branch"].as_string() == f.branch)
+    if f.author:
+        stmt = stmt.where(Operator.labels["author"].as_string() == f.author)
+    if f.since:
+        stmt = stmt.where(Operator.updated_at >= f.since)
+    return stmt
+
+
+def list_operators(session: Session, f: OperatorFilter, limit: int = 50, offset: int = 0) -> tuple[list[Operator], int]:
+    """Operators, real defects first (by verdict severity), then by name."""
+    limit = max(1, min(limit, MAX_PAGE))
+    stmt = _operator_query(f)
+    total = session.scalar(select(func.count()).select_from(stmt.subquery())) or 0
+    severity = _severity_case()
+    rows = list(session.scalars(stmt.order_by(severity, Operator.name).limit(limit).offset(max(0, offset))))
+    return rows, int(total)
+
+
+def _severity_case() -> Any:
+    from sqlalchemy import case
+
+    return case(*[(Operator.combined_verdict == v, i) for v, i in SEVERITY.items()], else_=len(SEVERITY))
+
+
+def verdict_counts(session: Session) -> dict[str, int]:
+    rows = session.execute(select(Operator.combined_verdict, func.count()).where(Operator.combined_verdict.is_not(None))
+                           .group_by(Operator.combined_verdict))
+    return {v: int(n) for v, n in rows}
+
+
+def get_operator(session: Session, name: str) -> Operator:
+    operator = session.scalar(select(Operator).where(Operator.name == name))
+    if operator is None:
+        raise NotFound(f"no operator {name!r}")
+    return operator
+
+
+def operator_cases(session: Session, operator_id: int) -> list[dict[str, Any]]:
+    """Each case's combined verdict with its latest SIM and NPU results."""
+    states = list(session.scalars(select(CaseState).where(CaseState.operator_id == operator_id)
+                                  .order_by(CaseState.case)))
+    ids = [i for s in states for i in (s.sim_result_id, s.npu_result_id) if i]
+    results = {r.id: r for r in session.scalars(select(CaseResult).where(CaseResult.id.in_(ids)))} if ids else {}
+    return [{"case": s.case, "combined_verdict": s.combined_verdict, "reason": s.reason,
+             "sim": results.get(s.sim_result_id), "npu": results.get(s.npu_result_id)} for s in states]
+
+
+def cases_for_operators(session: Session, operator_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """operator_cases for many operators in two queries (the overview's expandable rows)."""
+    if not operator_ids:
+        return {}
+    states = list(session.scalars(select(CaseState).where(CaseState.operator_id.in_(operator_ids))
+                                  .order_by(CaseState.operator_id, CaseState.case)))
+    ids = [i for s in states for i in (s.sim_result_id, s.npu_result_id) if i]
+    results = {r.id: r for r in session.scalars(select(CaseResult).where(CaseResult.id.in_(ids)))} if ids else {}
+    out: dict[int, list[dict[str, Any]]] = {i: [] for i in operator_ids}
+    for s in states:
+        out[s.operator_id].append({"case": s.case, "combined_verdict": s.combined_verdict, "reason": s.reason,
+                                   "sim": results.get(s.sim_result_id), "npu": results.get(s.npu_result_id)})
+    return out
+
+
+def operator_history(session: Session, operator_id: int, mode: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
+    """Per job (oldest first): worst diff magnitudes, graph diff, tolerance and cost."""
+    limit = max(1, min(limit, 2000))
+    stmt = (select(CaseResult.job_id, CaseResult.mode, func.min(CaseResult.created_at),
+                   func.max(CaseResult.max_abs_diff), func.max(CaseResult.graph_max_abs_diff),
+                   func.max(CaseResult.atol), func.max(CaseResult.rtol), func.max(CaseResult.aicore_time_us),
+                   func.avg(CaseResult.utilization), func.count())
+            .where(CaseResult.operator_id == operator_id))
+    if mode:
+        stmt = stmt.where(CaseResult.mode == mode)
+    stmt = stmt.group_by(CaseResult.job_id, CaseResult.mode).order_by(CaseResult.job_id.desc()).limit(limit)
+    points = []
+    for job_id, m, created, diff, gdiff, atol, rtol, us, util, n in session.execute(stmt):
+        points.append({"job_id": job_id, "mode": m, "created_at": created, "max_abs_diff": diff,
+                       "graph_max_abs_diff": gdiff, "atol": atol, "rtol": rtol, "aicore_time_us": us,
+                       "utilization": util, "cases": n})
+    points.reverse()
+    return points
+
+
+@dataclass
+class CaseFilter:
+    verdict: list[str] = field(default_factory=list)
+    mode: str | None = None
+    operator: str | None = None
+    branch: str | None = None
+    author: str | None = None
+    commit: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    job_id: int | None = None
+
+
+def list_cases(session: Session, f: CaseFilter, cursor: int | None = None, limit: int = 100) -> tuple[list[CaseResult], int | None]:
+    """Case results newest first; keyset pagination on id (the cursor is the last id seen)."""
+    limit = max(1, min(limit, MAX_PAGE))
+    stmt = select(CaseResult)
+    if f.verdict:
+        stmt = stmt.where(CaseResult.verdict.in_(f.verdict))
+    if f.mode:
+        stmt = stmt.where(CaseResult.mode == f.mode)
+    if f.operator:
+        operator = session.scalar(select(Operator.id).where(Operator.name == f.operator))
+        stmt = stmt.where(CaseResult.operator_id == (operator if operator is not None else -1))
+    if f.branch:
+        stmt = stmt.where(CaseResult.branch == f.branch)
+    if f.author:
+        stmt = stmt.where(CaseResult.author == f.author)
+    if f.commit:
+        stmt = stmt.where(CaseResult.commit == f.commit)
+    if f.since:
+        stmt = stmt.where(CaseResult.created_at >= f.since)
+    if f.until:
+        stmt = stmt.where(CaseResult.created_at < f.until)
+    if f.job_id is not None:
+        stmt = stmt.where(CaseResult.job_id == f.job_id)
+    if cursor is not None:
+        stmt = stmt.where(CaseResult.id < cursor)
+    rows = list(session.scalars(stmt.order_by(CaseResult.id.desc()).limit(limit + 1)))
+    next_cursor = rows[limit - 1].id if len(rows) > limit else None
+    return rows[:limit], next_cursor
+
+
+def job_cases(session: Session, job_id: int) -> list[CaseResult]:
+    return list(session.scalars(select(CaseResult).where(CaseResult.job_id == job_id).order_by(CaseResult.id)))
+
+
+def jobs_by_state(session: Session) -> dict[tuple[str, str], int]:
+    rows = session.execute(select(Job.queue, Job.status, func.count()).group_by(Job.queue, Job.status))
+    return {(q, s): int(n) for q, s, n in rows}
+
+
+def recent_jobs(session: Session, limit: int = 50, operator_id: int | None = None) -> list[Job]:
+    stmt = select(Job).order_by(Job.id.desc()).limit(limit)
+    if operator_id is not None:
+        stmt = stmt.where(Job.operator_id == operator_id)
+    return list(session.scalars(stmt))
+
+
+def list_workers(session: Session) -> list[Worker]:
+    return list(session.scalars(select(Worker).order_by(Worker.last_heartbeat.desc())))
+
+
+def search_operator_names(session: Session, prefix: str, limit: int = 20) -> list[str]:
+    return list(session.scalars(select(Operator.name).where(or_(Operator.name.ilike(f"{prefix}%")))
+                                .order_by(Operator.name).limit(limit)))

@@ -1,0 +1,176 @@
+"""The one path by which results come back: validate, store, update the latest state.
+
+Idempotent per job and attempt: a duplicate or late delivery (acks_late redelivery, a retried
+HTTP call, a worker that lost the job to a re-queue) changes nothing.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from runtime import verdicts
+from runtime.report import SCHEMA_VERSION
+from server.blobs import BlobStore
+from server.errors import InvalidInput
+from server.models import CaseResult, CaseState, Job, Operator, Submission
+from server.models.base import utcnow
+from server.models.job import CANCELLED, ERROR, FAILED, RUNNING, SUCCEEDED
+from server.services import combined
+from server.services.jobs import finish
+
+REQUIRED_CASE_KEYS = ("operator", "case", "structural", "verdict", "precision")
+
+
+def validate_report(report: Any) -> dict[str, Any]:
+    if not isinstance(report, dict):
+        raise InvalidInput("report must be a JSON object")
+    if report.get("schema_version") != SCHEMA_VERSION:
+        raise InvalidInput(f"report schema_version must be {SCHEMA_VERSION}, got {report.get('schema_version')!r}")
+    cases = report.get("cases")
+    if not isinstance(cases, list):
+        raise InvalidInput("report.cases must be a list")
+    for i, case in enumerate(cases):
+        missing = [k for k in REQUIRED_CASE_KEYS if not isinstance(case, dict) or k not in case]
+        if missing:
+            raise InvalidInput(f"report.cases[{i}] lacks {', '.join(missing)}")
+        if case["verdict"] not in verdicts.VERDICTS:
+            raise InvalidInput(f"report.cases[{i}].verdict {case['verdict']!r} is not a known verdict")
+    return report
+
+
+def store(session: Session, blobs: BlobStore, job: Job, attempt: int, report: dict[str, Any] | None,
+          error: str | None = None, cancelled: bool = False) -> bool:
+    """Store a job's outcome; False when it was a duplicate or stale delivery (nothing changed)."""
+    if job.status != RUNNING or job.attempts != attempt:
+        return False
+    sub = session.get(Submission, job.submission_id)
+    if report is not None:
+        report = validate_report(report)
+        path = blobs.job_dir(job.id) / f"report-attempt{attempt}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(report))
+        job.report_path = str(path.relative_to(blobs.root))
+        job.env_fingerprint = report.get("environment") or {}
+        session.execute(delete(CaseResult).where(CaseResult.job_id == job.id))
+        rows = [_row(job, attempt, sub, case) for case in report["cases"]]
+        session.add_all(rows)
+        session.flush()
+        job.summary = _summary(rows)
+        job.case_count = len(rows)
+        _update_latest(session, job, rows)
+    if cancelled:
+        finish(job, CANCELLED, error)
+    elif error is not None:
+        finish(job, ERROR, error)
+    else:
+        ok = report is not None and report["cases"] and all(
+            verdicts.acceptable(c["verdict"], job.mode) for c in report["cases"])
+        finish(job, SUCCEEDED if ok else FAILED)
+    return True
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _row(job: Job, attempt: int, sub: Submission | None, case: dict[str, Any]) -> CaseResult:
+    m = case.get("metrics") or {}
+    cost = case.get("cost_model") or {}
+    graph = case.get("graph_verify") or {}
+    error = case.get("error") or {}
+    return CaseResult(
+        job_id=job.id, operator_id=job.operator_id, operator=str(case["operator"])[:200],
+        case=str(case["case"])[:200], mode=job.mode, attempt=attempt, verdict=case["verdict"],
+        structural=case["structural"], stage=str(case.get("stage", ""))[:32], precision=case["precision"],
+        output_written=case.get("output_written"), kernel_launches=int(case.get("kernel_launches") or 0),
+        max_abs_diff=_num(m.get("max_abs_diff")), max_rel_diff=_num(m.get("max_rel_diff")),
+        mismatch_ratio=_num(m.get("mismatch_ratio")), nan_count=m.get("nan_count"), inf_count=m.get("inf_count"),
+        output_abs_max=_num(m.get("output_abs_max")), golden_abs_max=_num(m.get("golden_abs_max")),
+        rtol=_num(m.get("rtol")), atol=_num(m.get("atol")), shape_match=m.get("shape_match"),
+        dtype_match=m.get("dtype_match"), aicore_time_us=_num(cost.get("aicore_time_us")),
+        utilization=_num(cost.get("utilization")), total_cycles=cost.get("total_cycles"),
+        aic_tasks=cost.get("aic_tasks"), aiv_tasks=cost.get("aiv_tasks"), graph_status=graph.get("status"),
+        graph_max_abs_diff=_num((graph.get("metrics") or {}).get("max_abs_diff")),
+        duration_s=float(case.get("duration_s") or 0.0), error_type=(error.get("type") or None),
+        error_message=(error.get("message") or None),
+        diagnosis_rules=" ".join(d.get("rule", "") for d in case.get("diagnosis") or [])[:500],
+        branch=sub.branch if sub else None, commit=sub.commit if sub else None,
+        author=sub.author if sub else None, report=case,
+    )
+
+
+def _summary(rows: list[CaseResult]) -> dict[str, Any]:
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row.verdict] = counts.get(row.verdict, 0) + 1
+    return {"verdicts": counts, "cases": len(rows)}
+
+
+def _update_latest(session: Session, job: Job, rows: list[CaseResult]) -> None:
+    """Point each case's state at these results and recompute the verdict across modes."""
+    for row in rows:
+        state = session.get(CaseState, (job.operator_id, row.case))
+        if state is None:
+            state = CaseState(operator_id=job.operator_id, case=row.case, combined_verdict="awaiting_npu")
+            session.add(state)
+        if job.mode == "sim":
+            state.sim_result_id = row.id
+        else:
+            state.npu_result_id = row.id
+        sim = session.get(CaseResult, state.sim_result_id) if state.sim_result_id else None
+        npu = session.get(CaseResult, state.npu_result_id) if state.npu_result_id else None
+        state.combined_verdict, reason = combined.combine(sim.verdict if sim else None, npu.verdict if npu else None)
+        state.reason = reason[:300]
+        state.updated_at = utcnow()
+    session.flush()
+    refresh_operator(session, job.operator_id)
+
+
+def refresh_operator(session: Session, operator_id: int) -> None:
+    """Rewrite the operator's overview row from its cases' latest state."""
+    operator = session.get(Operator, operator_id)
+    if operator is None:
+        return
+    states = list(session.scalars(select(CaseState).where(CaseState.operator_id == operator_id)))
+    ids = [i for s in states for i in (s.sim_result_id, s.npu_result_id) if i]
+    results = {r.id: r for r in session.scalars(select(CaseResult).where(CaseResult.id.in_(ids)))} if ids else {}
+    sims = [results[s.sim_result_id] for s in states if s.sim_result_id in results]
+    npus = [results[s.npu_result_id] for s in states if s.npu_result_id in results]
+    counts: dict[str, int] = {}
+    for s in states:
+        counts[s.combined_verdict] = counts.get(s.combined_verdict, 0) + 1
+    operator.combined_verdict = combined.worst([s.combined_verdict for s in states])
+    operator.case_count = len(states)
+    operator.verdict_counts = counts
+    operator.sim_verdict = _worst_mode_verdict([r.verdict for r in sims])
+    operator.npu_verdict = _worst_mode_verdict([r.verdict for r in npus])
+    operator.sim_max_abs_diff = _max([r.max_abs_diff for r in sims])
+    graph = [r.graph_status for r in sims if r.graph_status]
+    operator.graph_status = ("fail" if "fail" in graph else "error" if "error" in graph else
+                             "pass" if "pass" in graph else (graph[0] if graph else None))
+    operator.graph_max_abs_diff = _max([r.graph_max_abs_diff for r in sims])
+    operator.npu_max_abs_diff = _max([r.max_abs_diff for r in npus])
+    operator.npu_tolerance = _max([r.atol for r in npus])
+    operator.aicore_time_us = _max([r.aicore_time_us for r in sims])
+    operator.latest_sim_job_id = max((r.job_id for r in sims), default=None)
+    operator.latest_npu_job_id = max((r.job_id for r in npus), default=None)
+    latest = session.scalar(select(Submission).where(Submission.operator == operator.name)
+                            .order_by(Submission.id.desc()).limit(1))
+    operator.labels = dict(latest.labels) if latest else {}
+    operator.updated_at = utcnow()
+
+
+_MODE_ORDER = ("suspect_fake_pass", "crash", "timeout", "structural_error", "graph_fail", "precision_fail",
+               "not_run", "sim_output_unwritten", "sim_garbage_graph_ok", "pass")
+
+
+def _worst_mode_verdict(values: list[str]) -> str | None:
+    return min(values, key=lambda v: _MODE_ORDER.index(v) if v in _MODE_ORDER else 0) if values else None
+
+
+def _max(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None

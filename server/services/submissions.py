@@ -1,0 +1,135 @@
+"""Accept a submission: validate the bundle with the runtime's loader, store it, create jobs."""
+from __future__ import annotations
+
+import hashlib
+import io
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from runtime import submission as runtime_submission
+from runtime.errors import SubmissionError
+from server.blobs import BlobStore
+from server.config import Settings
+from server.errors import Conflict, InvalidInput, PayloadTooLarge
+from server.models import Job, Operator, Submission
+from server.models.base import utcnow
+
+MODES = ("sim", "npu")
+JOB_OVERHEAD_S = 120.0  # warm parent start, discovery and reporting on top of the cases
+SUFFIXES = (".tar.gz", ".tgz", ".zip", ".py")
+ZIP_EPOCH = (2020, 1, 1, 0, 0, 0)
+
+
+@dataclass
+class NewSubmission:
+    filename: str
+    data: bytes
+    modes: list[str] = field(default_factory=lambda: ["sim"])
+    operator: str | None = None
+    cases: list[str] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+    suite_run_id: int | None = None
+    idempotency_key: str | None = None
+    submitted_by: str = ""
+
+
+def bundle_from_files(files: dict[str, str]) -> bytes:
+    """A deterministic zip of {path: text}, so identical files give an identical sha256."""
+    if not files:
+        raise InvalidInput("'files' is empty")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name in sorted(files):
+            pure = PurePosixPath(name)
+            if pure.is_absolute() or ".." in pure.parts or not name.strip():
+                raise InvalidInput(f"bad file name {name!r} in 'files'")
+            if not isinstance(files[name], str):
+                raise InvalidInput(f"'files'[{name!r}] must be text")
+            zf.writestr(zipfile.ZipInfo(pure.as_posix(), ZIP_EPOCH), files[name])
+    return buf.getvalue()
+
+
+def _suffix(filename: str) -> str:
+    lower = filename.lower()
+    for suffix in SUFFIXES:
+        if lower.endswith(suffix):
+            return suffix
+    raise InvalidInput(f"{filename!r}: upload an operator package (.zip, .tar.gz) or a single .py script")
+
+
+def inspect_bundle(filename: str, data: bytes) -> runtime_submission.Submission:
+    """Validate with the runtime's own loader (no torch, no pypto needed)."""
+    suffix = _suffix(filename)
+    with tempfile.TemporaryDirectory(prefix="crosscheck-upload-") as tmp:
+        name = Path(filename).name if suffix != ".py" else Path(filename).name or "kernel.py"
+        path = Path(tmp) / name
+        path.write_bytes(data)
+        try:
+            return runtime_submission.load(path, Path(tmp) / "work")
+        except SubmissionError as exc:
+            raise InvalidInput(str(exc)) from None
+
+
+def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmission) -> tuple[Submission, list[Job], bool]:
+    """(submission, jobs, created). With a known Idempotency-Key, the earlier submission is returned."""
+    if new.idempotency_key:
+        earlier = session.scalar(select(Submission).where(Submission.idempotency_key == new.idempotency_key))
+        if earlier is not None:
+            if earlier.bundle_sha256 != hashlib.sha256(new.data).hexdigest():
+                raise Conflict(f"Idempotency-Key {new.idempotency_key!r} was already used for a different bundle")
+            jobs = list(session.scalars(select(Job).where(Job.submission_id == earlier.id).order_by(Job.id)))
+            return earlier, jobs, False
+    if len(new.data) > settings.max_upload_bytes:
+        raise PayloadTooLarge(f"upload is {len(new.data)} bytes; the limit is {settings.max_upload_bytes}")
+    modes = list(dict.fromkeys(new.modes or ["sim"]))
+    bad = [m for m in modes if m not in MODES]
+    if bad:
+        raise InvalidInput(f"unknown mode(s) {', '.join(bad)}; use sim and/or npu")
+    checked = inspect_bundle(new.filename, new.data)
+    known = [c.id for c in checked.case_file.cases] if checked.case_file else None
+    if known is not None and new.cases:
+        unknown = [c for c in new.cases if c not in known]
+        if unknown:
+            raise InvalidInput(f"unknown case id(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    operator_name = (new.operator or checked.name).strip()
+    if not operator_name or len(operator_name) > 200:
+        raise InvalidInput("operator name must be 1-200 characters")
+    digest, rel = store.put_bundle(new.data, _suffix(new.filename))
+    operator = _get_or_create_operator(session, operator_name)
+    labels = {k: str(v) for k, v in (new.labels or {}).items() if v not in (None, "")}
+    sub = Submission(operator=operator_name, kind=checked.kind, filename=Path(new.filename).name, bundle_sha256=digest,
+                     blob_path=rel, modes=modes, case_filter=list(new.cases), labels=labels,
+                     branch=labels.get("branch"), commit=labels.get("commit"), author=labels.get("author"),
+                     suite_run_id=new.suite_run_id, idempotency_key=new.idempotency_key,
+                     created_by=new.submitted_by)
+    session.add(sub)
+    session.flush()
+    n_cases = len(new.cases) or (len(known) if known else 1)
+    jobs = [Job(submission_id=sub.id, operator_id=operator.id, mode=mode, queue=mode,
+                timeout_s=settings.case_timeout_s * n_cases + JOB_OVERHEAD_S, case_count=n_cases,
+                submitted_by=new.submitted_by, queued_at=utcnow()) for mode in modes]
+    session.add_all(jobs)
+    session.flush()
+    return sub, jobs, True
+
+
+def _get_or_create_operator(session: Session, name: str) -> Operator:
+    operator = session.scalar(select(Operator).where(Operator.name == name))
+    if operator is None:
+        operator = Operator(name=name)
+        session.add(operator)
+        session.flush()
+    return operator
+
+
+def as_dict(sub: Submission) -> dict[str, Any]:
+    return {"id": sub.id, "operator": sub.operator, "kind": sub.kind, "filename": sub.filename,
+            "bundle_sha256": sub.bundle_sha256, "modes": sub.modes, "case_filter": sub.case_filter,
+            "labels": sub.labels, "suite_run_id": sub.suite_run_id, "created_by": sub.created_by,
+            "created_at": sub.created_at}

@@ -1,0 +1,75 @@
+"""Scripts following the `--run_mode npu|sim [case_id]` convention run unchanged."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from runtime.runner import RunOptions, run_submission
+
+HEADER = '''
+import sys
+import numpy as np
+import pypto
+import torch
+from numpy.testing import assert_allclose
+
+MODE = pypto.RunMode.SIM if "sim" in sys.argv else pypto.RunMode.NPU
+
+
+@pypto.frontend.jit(runtime_options={"run_mode": MODE})
+def k(x: pypto.Tensor([], pypto.DT_FP32), out: pypto.Tensor([], pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(16, 32)
+    out[:] = x + 1.0
+'''
+
+
+def script(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "kernel_script.py"
+    path.write_text(HEADER + body)
+    return path
+
+
+def run(path: Path, warm, tmp_path: Path, **kw):
+    return run_submission(path, RunOptions(graph_verify=False, work_dir=tmp_path / "w", **kw), warm=warm)
+
+
+def test_exit_zero_without_kernel_is_not_run(warm_sim, tmp_path):
+    report = run(script(tmp_path, "\nif __name__ == '__main__':\n    print('nothing to do')\n"), warm_sim, tmp_path)
+    assert [c.verdict for c in report.cases] == ["not_run"]
+
+
+def test_asserting_golden_against_itself_is_suspect(warm_sim, tmp_path):
+    body = '''
+if __name__ == "__main__":
+    x = torch.randn(16, 32)
+    out = torch.empty_like(x)
+    k(x, out)
+    golden = x + 1.0
+    assert_allclose(golden.numpy(), (x + 1.0).numpy(), rtol=1e-3, atol=1e-3)
+    print("[PRECISION_PASS] Max diff: 0.0")
+'''
+    case = run(script(tmp_path, body), warm_sim, tmp_path).cases[0]
+    assert case.verdict == "suspect_fake_pass" and case.kernel_launches == 1
+    assert case.script["asserts_passed"] == 1 and case.script["markers"]["precision_pass"] == 1
+
+
+def test_script_error_is_structural(warm_sim, tmp_path):
+    body = '''
+if __name__ == "__main__":
+    x = torch.randn(16, 32)
+    k(x, x, x)
+'''
+    case = run(script(tmp_path, body), warm_sim, tmp_path).cases[0]
+    assert case.verdict == "structural_error" and case.script["exit_code"] == 1
+
+
+def test_selected_case_ids_are_passed_as_arguments(warm_sim, tmp_path):
+    body = '''
+if __name__ == "__main__":
+    wanted = [a for a in sys.argv[1:] if not a.startswith("--") and a not in ("npu", "sim")]
+    assert wanted == ["grp::one"], sys.argv
+    x = torch.randn(16, 32)
+    out = torch.empty_like(x)
+    k(x, out)
+'''
+    report = run(script(tmp_path, body), warm_sim, tmp_path, cases=["grp::one"])
+    assert [(c.case, c.verdict) for c in report.cases] == [("grp::one", "sim_output_unwritten")]

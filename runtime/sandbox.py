@@ -175,7 +175,20 @@ def can_read_all(paths: list[Path], uid: int) -> list[Path]:
     return bad
 
 
-def enter(limits: Limits, uid: int | None) -> None:
+def device_groups() -> list[int]:
+    """Groups owning the NPU device files (e.g. HwHiAiUser): an NPU job keeps them after the uid drop."""
+    import glob
+
+    gids = set()
+    for dev in glob.glob("/dev/davinci*") + glob.glob("/dev/devmm_svm") + glob.glob("/dev/hisi_hdc"):
+        try:
+            gids.add(os.stat(dev).st_gid)
+        except OSError:
+            continue
+    return sorted(g for g in gids if g != 0)
+
+
+def enter(limits: Limits, uid: int | None, groups: list[int] | None = None) -> None:
     """In the job process: resource limits, then the unprivileged uid. Irreversible."""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
@@ -184,7 +197,7 @@ def enter(limits: Limits, uid: int | None) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     if uid is not None:
         resource.setrlimit(resource.RLIMIT_NPROC, (limits.nproc, limits.nproc))
-        os.setgroups([])
+        os.setgroups(list(groups or []))
         os.setgid(uid)
         os.setuid(uid)
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)

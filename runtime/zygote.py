@@ -244,7 +244,7 @@ def lead(request: dict[str, Any]) -> dict[str, Any]:
         try:
             os.setpgid(0, 0)
             _redirect_output(request)
-            sandbox.enter(limits, uid)
+            sandbox.enter(limits, uid, sandbox.device_groups() if request["mode"] == "npu" else [])
         except BaseException as exc:  # noqa: BLE001
             events_mod.Events(ev_w).emit("internal_error", error={"type": type(exc).__name__,
                                                                   "message": f"sandbox setup failed: {exc}"})

@@ -28,23 +28,31 @@ def lint_source(text: str, file: str) -> list[LintFinding]:
 
 def lint_files(paths: list[pathlib.Path], root: pathlib.Path) -> list[LintFinding]:
     """Findings for a submission's Python files, sorted by file then line (paths relative to `root`)."""
-    sources = {}
+    sources: dict[str, tuple[str, ast.Module]] = {}
     for path in paths:
-        text = pathlib.Path(path).read_text(encoding="utf-8", errors="replace")
+        try:
+            text = pathlib.Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError:  # unreadable files are the syntax stage's to report
+            continue
         tree = _parse(text)
         if tree is not None:
             sources[_relative(path, root)] = (text, tree)
-    siblings = {pathlib.PurePosixPath(file).stem: Module(tree, {}).exported_launches()
-                for file, (_, tree) in sources.items()}
+    siblings: dict[str, frozenset[str]] = {}
+    for file, (_, tree) in sources.items():
+        stem = pathlib.PurePosixPath(file).stem
+        siblings[stem] = siblings.get(stem, frozenset()) | Module(tree, {}).exported_launches()
     findings = [finding for file, (text, tree) in sources.items() for finding in _lint(tree, text, file, siblings)]
     return sorted(findings, key=lambda f: (f.file, f.line, f.rule))
 
 
 def _lint(tree: ast.Module, text: str, file: str, siblings: Mapping[str, frozenset[str]]) -> list[LintFinding]:
-    module = Module(tree, siblings)
     findings = Findings(file, text)
-    check_kernels(module, findings)
-    check_host(module, findings)
+    try:
+        module = Module(tree, siblings)
+        check_kernels(module, findings)
+        check_host(module, findings)
+    except RecursionError:  # absurdly deep expressions: give up on this file rather than on the run
+        return []
     return findings.sorted()
 
 

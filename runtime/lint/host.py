@@ -91,13 +91,12 @@ def _fallback(m: Module, handler: ast.ExceptHandler, names: set[str]) -> tuple[i
             root = _root(node.value)
             if root in names:
                 return node.lineno, f"returns the input '{root}'"
-        value = getattr(node, "value", None)
-        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and value is not None:
-            if any(torch_math(m, c) for c in calls_in(value)):
-                return node.lineno, "assigns a torch result"
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "copy_":
-            if any(torch_math(m, c) for a in node.args for c in calls_in(a)):
-                return node.lineno, "copies a torch result into the output"
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node.value is not None \
+                and any(torch_math(m, c) for c in calls_in(node.value)):
+            return node.lineno, "assigns a torch result"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "copy_" \
+                and any(torch_math(m, c) for c in calls_in(node)):
+            return node.lineno, "copies a torch result into the output"
     return None
 
 
@@ -118,11 +117,13 @@ def _root(node: ast.expr) -> str | None:
 
 def _after_kernel(m: Module, f: Findings, fn: Function) -> None:
     stmts = [n for n in own_nodes(fn.body) if isinstance(n, ast.stmt)]
-    last, tracked = None, set()
+    last: int | None = None
+    tracked: set[str] = set()
     for i, s in enumerate(stmts):
         launches = [c for e in _own_exprs(s) for c in calls_in(e) if m.is_launch(c)]
         for call in launches:
-            tracked |= {_root(a) for a in [*call.args, *(k.value for k in call.keywords)]} - {None}
+            roots = (_root(a) for a in [*call.args, *(k.value for k in call.keywords)])
+            tracked |= {root for root in roots if root is not None}
             if isinstance(s, ast.Assign):
                 tracked |= {n.id for t in s.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
         if launches:

@@ -6,8 +6,19 @@ import ast
 from runtime.lint.module import Kernel, Module, own_nodes, params
 from runtime.lint.rules import Findings
 from runtime.lint.shapes import STATIC, is_tensor_annotation
+from runtime.lint.values import TENSOR
 from runtime.lint.walker import (
-    CUBE_TILES, LOOP, MATMUL, NO_TILE_CALLS, STITCH, TENSOR, UNKNOWN, VEC_OP, VEC_TILES, WRITE, Event, Walker,
+    CUBE_TILES,
+    LOOP,
+    MATMUL,
+    NO_TILE_CALLS,
+    STITCH,
+    UNKNOWN,
+    VEC_OP,
+    VEC_TILES,
+    WRITE,
+    Event,
+    Walker,
 )
 
 # pypto functions whose first argument is a size or scalar, not a tensor.
@@ -26,6 +37,7 @@ def check_kernels(m: Module, f: Findings) -> None:
         _vec_tiles(m, f, kernel, events)
         _cube_tiles(m, f, kernel, events)
         _stitch(f, kernel, events)
+        _rebound_outputs(m, f, kernel)
         if not any(e.kind in (VEC_OP, MATMUL, WRITE, UNKNOWN) for e in events):
             f.add("empty-kernel", kernel.fn.lineno,
                   f"Kernel '{kernel.fn.name}' neither computes nor writes anything, so its outputs keep "
@@ -36,11 +48,11 @@ def check_kernels(m: Module, f: Findings) -> None:
 
 def _future_annotations(m: Module, f: Findings) -> None:
     for node in m.tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
-            if any(alias.name == "annotations" for alias in node.names):
-                f.add("future-annotations", node.lineno,
-                      "'from __future__ import annotations' turns the pypto.Tensor annotations into strings, "
-                      "so pypto raises \"Non-tensor parameter ... must not be a torch.Tensor\"; remove the import.")
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__" and \
+                any(alias.name == "annotations" for alias in node.names):
+            f.add("future-annotations", node.lineno,
+                  "'from __future__ import annotations' turns the pypto.Tensor annotations into strings, "
+                  "so pypto raises \"Non-tensor parameter ... must not be a torch.Tensor\"; remove the import.")
 
 
 def _signature(m: Module, f: Findings, kernel: Kernel, used: set[str]) -> None:
@@ -53,10 +65,12 @@ def _signature(m: Module, f: Findings, kernel: Kernel, used: set[str]) -> None:
     for p in params(fn):
         tensor = is_tensor_annotation(m, p.annotation)
         if not tensor and _is_torch_annotation(m, p.annotation):
+            tensor = True  # meant as a tensor: the annotation is the one thing to fix
             f.add("missing-tensor-annotation", p.lineno,
                   f"Parameter '{p.arg}' is annotated torch.Tensor, so pypto treats it as a non-tensor and raises "
                   "\"Non-tensor parameter ... must not be a torch.Tensor\"; annotate it with pypto.Tensor(...).")
         elif p.annotation is None and p.arg in used:
+            tensor = True
             f.add("missing-tensor-annotation", p.lineno,
                   f"Parameter '{p.arg}' is used as a tensor but has no annotation, so pypto treats it as a "
                   "non-tensor and rejects the torch tensor passed in; annotate it with pypto.Tensor(...).")
@@ -136,6 +150,24 @@ def _stitch(f: Findings, kernel: Kernel, events: list[Event]) -> None:
     f.add("stitch-on-simple-kernel", stitch.line,
           f"Option '{stitch.what}' on kernel '{kernel.fn.name}', which has no pypto.loop and no matmul, makes "
           "the NPU fail with 'launch aicpu failed: 107003'; drop the stitch_* options for simple vector kernels.")
+
+
+def _rebound_outputs(m: Module, f: Findings, kernel: Kernel) -> None:
+    """Tensor parameters whose first use is `p = ...`: the caller's tensor is never written (pypto accepts it)."""
+    tensors = {p.arg for p in params(kernel.fn) if is_tensor_annotation(m, p.annotation)}
+    seen: set[str] = set()  # names met so far, in source order
+    for node in own_nodes(kernel.fn.body):
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            stored = {n.id for t in targets for n in ast.walk(t)
+                      if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            read_here = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+            for name in sorted((stored & tensors) - seen - read_here):
+                f.add("output-rebound", node.lineno,
+                      f"Kernel '{kernel.fn.name}' rebinds its tensor parameter '{name}' before using it, so the "
+                      f"caller's tensor is never written; write into it with {name}[:] = ... or pypto.assemble(...).")
+        if isinstance(node, ast.Name):
+            seen.add(node.id)
 
 
 def _unknown_before(events: list[Event], event: Event) -> bool:

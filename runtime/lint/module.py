@@ -34,7 +34,7 @@ def dotted(node: ast.AST) -> str | None:
 
 def own_nodes(nodes: list[ast.stmt] | ast.AST) -> Iterator[ast.AST]:
     """Every node under `nodes` in source order, not descending into nested defs, classes or lambdas."""
-    stack = list(reversed(nodes)) if isinstance(nodes, list) else [nodes]
+    stack: list[ast.AST] = [*reversed(nodes)] if isinstance(nodes, list) else [nodes]
     while stack:
         node = stack.pop()
         yield node
@@ -75,6 +75,7 @@ class Module:
         self.functions: dict[str, Function] = {
             n.name: n for n in nodes if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
         }
+        self.classes = {n.name for n in nodes if isinstance(n, ast.ClassDef)}
         self.kernels: dict[str, Kernel] = {}
         self.subgraphs: dict[str, Function] = {}
         self.launch_names: set[str] = set()  # jit functions, `k = jit(...)(fn)` names and imported launches
@@ -84,8 +85,8 @@ class Module:
         self.launch_names |= self.local_launches
         self._find_imported_launches(nodes, siblings)
         self.kernel_code = self._kernel_closure()
-        self.launchers: set[str] = set()
-        self.launchers = self._find_launchers()
+        self.launchers: set[str] = set()  # host functions that launch a kernel, directly or not
+        self.launchers = self._find_launchers()  # (is_launch reads the empty set while this runs)
 
     def resolve(self, node: ast.AST) -> str | None:
         """The qualified name of a Name/Attribute chain whose root is an import, e.g. `pypto.loop`."""
@@ -116,10 +117,10 @@ class Module:
             return func.id in self.launch_names or func.id in self.launchers
         if isinstance(func, ast.Subscript):  # kernel[grid](...) launch syntax
             return isinstance(func.value, ast.Name) and func.value.id in self.launch_names
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-            if func.value.id in self.launch_modules:
-                exported = self.launch_modules[func.value.id]
-                return exported is None or func.attr in exported
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+                func.value.id in self.launch_modules:
+            exported = self.launch_modules[func.value.id]
+            return exported is None or func.attr in exported
         return False
 
     def exported_launches(self) -> frozenset[str]:
@@ -141,7 +142,7 @@ class Module:
             if isinstance(value, ast.Dict):
                 entries += [
                     (k.value, v, k.lineno)
-                    for k, v in zip(value.keys, value.values)
+                    for k, v in zip(value.keys, value.values, strict=True)
                     if isinstance(k, ast.Constant) and isinstance(k.value, str)
                 ]
             elif isinstance(value, ast.Call) and dotted(value.func) == "dict":

@@ -21,6 +21,8 @@ RULES: dict[str, str] = {
     "stitch-on-simple-kernel": "stitch_* options on a kernel with no pypto.loop and no matmul "
     "(NPU 'launch aicpu failed: 107003').",
     "empty-kernel": "A jit function computes and writes nothing, so its outputs keep what the host put there.",
+    "output-rebound": "A jit function rebinds a tensor parameter (`out = ...`) before using it, so the caller's "
+    "tensor is never written.",
     GOLDEN_FALLBACK: "An except handler around the kernel returns the golden, a torch result or an input.",
     "torch-after-kernel": "Host code applies torch maths to the kernel's output on the way to the result.",
     "argv-run-mode-in-main": "The jit decorator reads a run mode that is only set after import (in main).",
@@ -39,6 +41,7 @@ SEVERITY: dict[str, str] = {
     "matmul-without-cube-tiles": "error",
     "stitch-on-simple-kernel": "warning",
     "empty-kernel": "warning",
+    "output-rebound": "error",
     GOLDEN_FALLBACK: "error",
     "torch-after-kernel": "warning",
     "argv-run-mode-in-main": "warning",

@@ -76,7 +76,7 @@ def annotation_spec(m: Module, ann: ast.expr) -> Spec:
         shape = m.constants.get(shape.id, shape)
     if not isinstance(shape, ast.List | ast.Tuple):
         return STATIC
-    dynamic = set()
+    dynamic: set[int] = set()
     for i, dim in enumerate(shape.elts):
         if isinstance(dim, ast.Constant) and dim.value is Ellipsis:
             return Spec(frozenset(dynamic), None)

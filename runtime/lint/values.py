@@ -43,6 +43,7 @@ class Values:
         self.specs: dict[str, Spec] = dict(specs or {})  # DYNAMIC dims of tensor names
         self.shapes: dict[str, ShapeRef] = {}  # names bound to a tensor's shape
         self.tuples: dict[str, list[str]] = dict(tuples or {})  # names bound to a tuple: item kinds
+        self._cache: dict[int, str] = {}  # kind by node id, valid until the next binding
         for p in params(fn):
             if p.annotation is not None and is_tensor_annotation(m, p.annotation) and p.arg not in self.specs:
                 self.kinds[p.arg] = TENSOR
@@ -50,6 +51,17 @@ class Values:
 
     def kind(self, node: ast.AST) -> str:
         """TENSOR, SHAPE (shape with a DYNAMIC dim), SYM (symbolic scalar) or OTHER."""
+        cached = self._cache.get(id(node))
+        if cached is None:  # cached because expressions are asked about once per enclosing node
+            cached = self._cache[id(node)] = self._kind(node)
+        return cached
+
+    def set_kind(self, name: str, kind: str) -> None:
+        """Bind `name` to a value of `kind`."""
+        self.kinds[name] = kind
+        self._cache.clear()
+
+    def _kind(self, node: ast.AST) -> str:
         ref = self.shape_ref(node)
         if ref is not None:
             return SHAPE if ref.any_dynamic() else OTHER
@@ -66,7 +78,7 @@ class Values:
         if isinstance(node, ast.IfExp):
             return merge(self.kind(node.body), self.kind(node.orelse))
         if isinstance(node, ast.List | ast.Tuple | ast.Set):
-            return SYM if merge(*(self.kind(e) for e in node.elts)) != OTHER else OTHER
+            return SYM if any(self.kind(e) in (SYM, SHAPE) for e in node.elts) else OTHER
         if isinstance(node, ast.Starred):
             return self.kind(node.value)
         if isinstance(node, ast.ListComp | ast.GeneratorExp | ast.SetComp):
@@ -77,17 +89,20 @@ class Values:
 
     def shape_ref(self, node: ast.AST) -> ShapeRef | None:
         """The tensor shape `node` stands for: `x.shape`, an alias of it, or `x.shape[k:]`."""
-        if isinstance(node, ast.Attribute) and node.attr == "shape" and isinstance(node.value, ast.Name):
-            if self.kinds.get(node.value.id) == TENSOR:
-                return ShapeRef(self.specs.get(node.value.id, STATIC))
+        if isinstance(node, ast.Attribute) and node.attr == "shape" and isinstance(node.value, ast.Name) \
+                and self.kinds.get(node.value.id) == TENSOR:
+            return ShapeRef(self.specs.get(node.value.id, STATIC))
         if isinstance(node, ast.Name):
             return self.shapes.get(node.id)
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
             ref = self.shape_ref(node.value)
-            lower = node.slice.lower
-            if ref is not None and (lower is None or isinstance(lower, ast.Constant) and type(lower.value) is int):
-                start = lower.value if isinstance(lower, ast.Constant) else 0
-                return ShapeRef(ref.spec, ref.offset + start) if start >= 0 else ref
+            start = 0 if node.slice.lower is None else self._int_constant(node.slice.lower)
+            if ref is None or start is None:
+                return None
+            if start < 0:  # x.shape[-2:] needs the rank to know which dims these are
+                rank = ref.spec.rank
+                return None if rank is None else ShapeRef(ref.spec, rank + start)
+            return ShapeRef(ref.spec, ref.offset + start)
         return None
 
     def _subscript_kind(self, node: ast.Subscript) -> str:
@@ -161,6 +176,7 @@ class Values:
             self._bind(gen.target, self._element_kind(gen.iter))
         result = self.kind(node.elt)
         self.kinds = saved
+        self._cache.clear()
         return SYM if result in (SYM, SHAPE) else OTHER
 
     def _element_kind(self, iterable: ast.expr) -> str:
@@ -170,17 +186,15 @@ class Values:
 
     def _bind(self, target: ast.AST, kind: str, value: ast.AST | None = None) -> None:
         if isinstance(target, ast.Name):
-            self.kinds[target.id] = kind
             ref = self.shape_ref(value) if value is not None else None
+            items = self._item_kinds(value)
+            self.shapes.pop(target.id, None)
+            self.tuples.pop(target.id, None)
             if ref is not None:
                 self.shapes[target.id] = ref
-            else:
-                self.shapes.pop(target.id, None)
-            items = self._item_kinds(value)
             if items is not None:
                 self.tuples[target.id] = items
-            else:
-                self.tuples.pop(target.id, None)
+            self.set_kind(target.id, kind)
         elif isinstance(target, ast.Starred):
             self._bind(target.value, kind)
         elif isinstance(target, ast.Tuple | ast.List):
@@ -202,7 +216,6 @@ class Values:
                 self._bind(elt, items[i])
             else:
                 self._bind(elt, TENSOR if kind == TENSOR else SYM if kind in (SYM, SHAPE) else OTHER)
-
 
 
 def _returns_tuple(fn: Function) -> bool:

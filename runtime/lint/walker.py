@@ -13,33 +13,23 @@ import builtins
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from runtime.lint.module import Function, Module, own_nodes, params
+from runtime.lint.module import Function, Module, own_nodes
 from runtime.lint.rules import Findings
-from runtime.lint.shapes import STATIC, ShapeRef, Spec, annotation_spec, is_tensor_annotation
+from runtime.lint.shapes import STATIC, Spec
+from runtime.lint.values import OTHER, SCALAR_CALLS, SHAPE, SYM, TENSOR, Values, merge
 
-TENSOR, SHAPE, SYM, OTHER = "tensor", "shape", "sym", "other"  # SHAPE: a shape with a DYNAMIC dim
 VEC_TILES, CUBE_TILES, VEC_OP, MATMUL, LOOP, STITCH, WRITE, UNKNOWN = (
     "vec_tiles", "cube_tiles", "vec_op", "matmul", "loop", "stitch", "write", "unknown",
 )  # UNKNOWN: a call into code we cannot see (another module), which may set tiles or do the work
-MAX_DEPTH = 8
-
-# pypto functions that return symbolic scalars, not tensors.
-SCALAR_CALLS = frozenset({"max", "min", "ceildiv", "to_sym", "to_syms", "is_loop_begin", "is_loop_end", "cond",
-                          "symbolic_scalar", "SymbolicScalar", "SymInt"})
-LOOP_TESTS = frozenset({"is_loop_begin", "is_loop_end", "cond"})
-SYMBOL_FACTORIES = frozenset({"symbolic_scalar", "SymbolicScalar", "SymInt"})  # SymbolicScalar("bs") is a symbol
+MAX_DEPTH = 8  # helper nesting we follow
 BUILTINS = frozenset(dir(builtins))
+
 # pypto functions that create no vector op, so they need no vec tiles. Measured in SIM (0.2.0): view,
 # reshape, unsqueeze and assemble compile before set_vec_tile_shapes; full, zeros, cast, clone and
 # transpose fail there with F21004 (or FC0000 'TileShape dim num').
 NO_TILE_CALLS = SCALAR_CALLS | {
     "view", "reshape", "unsqueeze", "assemble", "loop", "loop_unroll", "Tensor", "tensor", "from_torch",
-    "reset_options", "pass_verify_print", "pass_verify_save", "bytes_of", "SymbolicScalar", "Element", "conv",
-}
-MULTI_OUTPUT_CALLS = frozenset({"topk", "sort32", "mrgsort"})  # they return tuples: unpacking is fine
-NOT_TENSOR_RESULTS = MULTI_OUTPUT_CALLS | {
-    "loop", "loop_unroll", "Tensor", "tensor", "from_torch", "reset_options", "pass_verify_print",
-    "pass_verify_save", "bytes_of", "SymbolicScalar", "Element",
+    "reset_options", "pass_verify_print", "pass_verify_save", "bytes_of", "Element", "conv",
 }
 NO_TILE_METHODS = frozenset({
     "view", "reshape", "unsqueeze", "assemble", "move", "dim", "dtype", "format", "id", "name", "shape",
@@ -56,13 +46,6 @@ class Event:
     kind: str
     line: int
     what: str = ""
-
-
-def merge(*kinds: str) -> str:
-    """The kind of an expression combining values of `kinds`."""
-    if TENSOR in kinds:
-        return TENSOR
-    return SYM if SYM in kinds or SHAPE in kinds else OTHER
 
 
 def describe(node: ast.AST, limit: int = 40) -> str:
@@ -164,7 +147,7 @@ class Walker(Values):
             is_matmul = isinstance(s.op, ast.MatMult)
             self.events.append(Event(MATMUL if is_matmul else VEC_OP, s.lineno, "an augmented assignment"))
         if isinstance(s.target, ast.Name):
-            self.kinds[s.target.id] = merge(self.kind(s.target), self.kind(s.value))
+            self.set_kind(s.target.id, merge(self.kind(s.target), self.kind(s.value)))
 
     def _bind_loop(self, s: ast.For | ast.AsyncFor) -> None:
         it = s.iter
@@ -246,7 +229,7 @@ class Walker(Values):
                                    "hangs pypto 0.2.0 forever (list(t)) or fails; use .shape or pypto.view.")
         elif name in self.m.functions and name not in self.m.kernels:
             self._inline(call, name)
-        elif name not in BUILTINS and name not in self.m.functions and name not in self.kinds:
+        elif name not in BUILTINS | self.m.classes and name not in self.m.functions and name not in self.kinds:
             self.events.append(Event(UNKNOWN, call.lineno, name))
 
     def _iterates_tensor(self, call: ast.Call, name: str) -> bool:

@@ -32,6 +32,7 @@ def test_example_verdict_with_graph_verify(graph_reports, name):
         assert case.verdict == expected["sim"], (case.case, case.verdict_reason, case.error)
         if "diagnosis" in expected:
             assert case.diagnosis and case.diagnosis[0].rule == expected["diagnosis"], case.diagnosis
+    assert sorted({f.rule for f in report.lint}) == sorted(expected["lint"]), report.lint
 
 
 @pytest.mark.parametrize("name", CORRECT)

@@ -74,7 +74,8 @@ def _prepare_process(req: dict[str, Any]) -> None:
     os.environ.update(req["env"])
     os.chdir(req["work_dir"])
     sys.path.insert(0, req["src_dir"])
-    sys.argv = [req.get("script") or "crosscheck-case"]
+    # Files that peek `--run_mode` in sys.argv at import (the decorator binding idiom) see the job's mode.
+    sys.argv = [req.get("script") or "crosscheck-case", "--run_mode", req["mode"]]
     torch.set_num_threads(1)
     if req["mode"] == "npu":
         import torch_npu  # noqa: F401  (registers the npu device)

@@ -183,21 +183,9 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
     rec.inputs, rec.goldens = inputs, goldens  # for launch hooks (graph verify)
     _scrub_freed_memory([*inputs, *goldens])
     graph = _install_graph_verify(req, rec, case, tolerance)
-    graph_error: dict[str, Any] | None = None
     with stage(rec, mode, src):
         wrapper = load_function(src, req["impl"])
-        try:
-            result = wrapper(*inputs, **params)
-        except Exception as exc:
-            if graph is None:
-                raise
-            # Was it the graph check or the kernel? Run again as plain SIM to tell them apart.
-            graph_error = error_info(exc, src)
-            graph_verify.remove(rec, graph)
-            graph = None
-            rec.launches.clear()
-            rec.events.emit("graph_verify_retry", error=graph_error)
-            result = wrapper(*inputs, **params)
+        result = wrapper(*inputs, **params)
         if mode == "npu":
             torch.npu.synchronize()
     with stage(rec, "compare", src):
@@ -212,13 +200,12 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
         # returned is the bytes before the launch: SIM has no data path and leaves them as they
         # were (notes §2). Snapshotting them costs one copy; a second, plain SIM run would double
         # the job's time for the same bytes.
-        raw = [_before_launch(rec, p) if graph is not None and p["launch"] is not None else out
+        raw = [_before_launch(rec, p, out) if graph is not None and p["launch"] is not None else out
                for out, p in zip(outputs, provenance)]
         per_output = [metrics.compare(r, g, *tolerance) for r, g in zip(raw, goldens)]
         result_event: dict[str, Any] = {"metrics": metrics.combine(per_output), "provenance": provenance}
-        if graph is not None or graph_error is not None:
-            result_event["graph_verify"] = _graph_evidence(rec, graph, graph_error, outputs, goldens, provenance,
-                                                           tolerance, case)
+        if graph is not None:
+            result_event["graph_verify"] = _graph_evidence(rec, graph, outputs, goldens, provenance, tolerance)
         rec.events.emit("result", **result_event)
     if graph is not None and graph.verify_passes:
         _verify_passes(req, rec, wrapper, inputs, params, graph)
@@ -252,16 +239,14 @@ def _install_graph_verify(req: dict[str, Any], rec: instrument.Recorder, case: d
     return run
 
 
-def _before_launch(rec: instrument.Recorder, prov: dict[str, Any]) -> torch.Tensor:
-    return rec.launches[prov["launch"]].before[prov["arg"]]
+def _before_launch(rec: instrument.Recorder, prov: dict[str, Any], out: torch.Tensor) -> torch.Tensor:
+    before = rec.launches[prov["launch"]].before[prov["arg"]]
+    return out if before is None else before
 
 
-def _graph_evidence(rec: instrument.Recorder, graph: graph_verify.GraphRun | None,
-                    graph_error: dict[str, Any] | None, outputs: list[torch.Tensor], goldens: list[torch.Tensor],
-                    provenance: list[dict[str, Any]], tolerance: tuple[float, float],
-                    case: dict[str, Any]) -> dict[str, Any]:
-    if graph is None:
-        return {"status": "error", "error": graph_error, "metrics": None}
+def _graph_evidence(rec: instrument.Recorder, graph: graph_verify.GraphRun, outputs: list[torch.Tensor],
+                    goldens: list[torch.Tensor], provenance: list[dict[str, Any]],
+                    tolerance: tuple[float, float]) -> dict[str, Any]:
     per_output = [metrics.compare(o, g, *tolerance) for o, g in zip(outputs, goldens)]
     rows = graph_verify.read_pypto_results([launch.output_dir for launch in rec.launches])
     return {

@@ -26,7 +26,7 @@ class LaunchRecord:
     output_dir: str
     error: str = ""
     storages: list[int] = field(default_factory=list)
-    before: list[torch.Tensor] = field(default_factory=list)  # argument bytes before the launch
+    before: list[torch.Tensor | None] = field(default_factory=list)  # argument bytes before the launch
 
 
 class Recorder:
@@ -51,12 +51,16 @@ def recorder() -> Recorder:
     return _recorder
 
 
-def _snapshot(t: torch.Tensor) -> torch.Tensor:
+def _snapshot(t: torch.Tensor) -> torch.Tensor | None:
+    if t.is_meta:  # no data to copy; pypto rejects it itself
+        return None
     return t.detach().to("cpu", copy=True).contiguous()
 
 
-def bytes_changed(before: torch.Tensor, after: torch.Tensor) -> bool:
+def bytes_changed(before: torch.Tensor | None, after: torch.Tensor) -> bool:
     """True when any byte differs (NaN-safe: compares raw bytes, not values)."""
+    if before is None:
+        return False
     a = before.reshape(-1).view(torch.uint8)
     b = _snapshot(after).reshape(-1).view(torch.uint8)
     return not torch.equal(a, b)

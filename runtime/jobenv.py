@@ -50,7 +50,7 @@ class JobDirs:
 
     def writable(self) -> list[Path]:
         """Dirs the job writes; handed to the job uid."""
-        return [self.work, self.home, self.pypto_home, self.output, self.logs]
+        return [self.work, self.home, self.pypto_home, self.pypto_home / "run", self.output, self.logs]
 
     def create(self) -> "JobDirs":
         for d in (self.root, self.src, *self.writable()):

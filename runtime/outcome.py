@@ -241,7 +241,10 @@ def _graph_verify(events: list[dict[str, Any]], result_ev: dict[str, Any] | None
         return {"status": "unavailable", "reason": setup.get("reason", ""), "metrics": None}
     gv = dict((result_ev or {}).get("graph_verify") or {})
     if not gv:
-        return {"status": "unavailable", "reason": "the kernel did not run to completion", "metrics": None}
+        # "active": graph verify was on when the kernel failed; the runner re-runs plain SIM to tell
+        # a graph-verify failure from a kernel failure.
+        return {"status": "unavailable", "reason": "the kernel did not run to completion", "metrics": None,
+                "active": True}
     if gv.get("status") != "error":
         m = gv.get("metrics") or {}
         ok = within_tolerance(m) and gv.get("output_written")

@@ -195,7 +195,19 @@ class _CaseRunner:
         return self._run_package_case(spec)
 
     def _run_package_case(self, case: Any) -> CaseResult:
-        request, dirs = self._request(f"{self.sub.name}-{case.id}", self.options.timeout_s)
+        request, dirs = self._package_request(case, f"{self.sub.name}-{case.id}")
+        ctx = JobContext(operator=self.sub.name, case=case.id, mode=self.options.mode, dirs=dirs,
+                         description=case.description, shapes=[i.shape for i in case.inputs],
+                         dtypes=[i.dtype for i in case.inputs], golden_fallback=self.golden_fallback,
+                         compare=case.compare, max_mismatch_ratio=case.max_mismatch_ratio,
+                         memory_bytes=self.options.memory_bytes, timeout_s=self.options.timeout_s)
+        result = self._finish(ctx, request)
+        if result.structural == "error" and (result.graph_verify or {}).get("active"):
+            return self._without_graph_verify(case, ctx, result)
+        return result
+
+    def _package_request(self, case: Any, label: str) -> tuple[dict[str, Any], JobDirs]:
+        request, dirs = self._request(label, self.options.timeout_s)
         out_dtype = (case.outputs[0].get("dtype") if case.outputs else None) or case.inputs[0].dtype
         rtol_default, atol_default = default_tolerance(out_dtype)
         tolerance = (case.rtol if case.rtol is not None else rtol_default,
@@ -210,12 +222,24 @@ class _CaseRunner:
             tolerance=list(tolerance),
         )
         request["graph_verify"]["verify_passes"] = self.options.verify_passes or case.verify_passes
-        ctx = JobContext(operator=self.sub.name, case=case.id, mode=self.options.mode, dirs=dirs,
-                         description=case.description, shapes=[i.shape for i in case.inputs],
-                         dtypes=[i.dtype for i in case.inputs], golden_fallback=self.golden_fallback,
-                         compare=case.compare, max_mismatch_ratio=case.max_mismatch_ratio,
-                         memory_bytes=self.options.memory_bytes, timeout_s=self.options.timeout_s)
-        return self._finish(ctx, request)
+        return request, dirs
+
+    def _without_graph_verify(self, case: Any, ctx: JobContext, failed: CaseResult) -> CaseResult:
+        """The kernel failed with graph verify on: run plain SIM to see whose failure it was.
+
+        Retrying in the same process is not possible: pypto then reports "function nested".
+        """
+        request, dirs = self._package_request(case, f"{self.sub.name}-{case.id}-plain")
+        request["graph_verify"]["enabled"] = False
+        plain = self._finish(JobContext(**{**ctx.__dict__, "dirs": dirs}), request)
+        if plain.structural == "error":
+            plain.graph_verify = {"status": "unavailable", "metrics": None,
+                                  "reason": "the kernel fails to compile or run with and without graph verify"}
+            return plain
+        plain.graph_verify = {"status": "error", "metrics": None,
+                              "error": failed.error.__dict__ if failed.error else None,
+                              "reason": "graph verify failed while plain SIM runs the kernel"}
+        return plain
 
     def _run_script_case(self, case_id: str) -> CaseResult:
         request, dirs = self._request(f"{self.sub.name}-{case_id}", self.options.timeout_s)

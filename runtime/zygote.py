@@ -226,11 +226,18 @@ def lead(request: dict[str, Any]) -> dict[str, Any]:
     job_dir = Path(request["job_dir"])
     privileged = os.geteuid() == 0
     uid = sandbox.job_uid(os.getpid()) if privileged and limits.drop_privileges else None
+    writable = [Path(d) for d in request["writable_dirs"]]
+    # pypto opened its log tree (debug/plog, debug/device-N) at import in the warm parent; the job's
+    # log dir is bound over it, so it needs the same subfolders or the plog cannot be written.
+    warm_logs, job_logs = Path(request["warm_log_dir"]), Path(request["log_dir"])
+    for sub in sorted(p.relative_to(warm_logs) for p in warm_logs.rglob("*") if p.is_dir()):
+        (job_logs / sub).mkdir(parents=True, exist_ok=True)
+        writable.append(job_logs / sub)
     if uid is not None:
-        for d in request["writable_dirs"]:
+        for d in writable:
             os.chown(d, uid, uid)
     _load_calculator(request.get("graph_verify") or {})
-    log_binds = {Path(request["warm_log_dir"]): Path(request["log_dir"])}
+    log_binds = {warm_logs: job_logs}
     iso = sandbox.isolate(job_dir, log_binds, limits)
     if uid is not None and not iso.mount_namespace:
         iso.notes.append("no mount namespace: the job keeps the warm parent's uid")

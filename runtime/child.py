@@ -19,7 +19,7 @@ from typing import Any, Iterator, NoReturn
 
 import torch
 
-from runtime import graph_verify, instrument, metrics
+from runtime import costmodel, graph_verify, instrument, metrics
 from runtime.events import Events
 
 TORCH_DTYPES = {
@@ -262,13 +262,18 @@ def _verify_passes(req: dict[str, Any], rec: instrument.Recorder, wrapper: Any, 
                    params: dict[str, Any], graph: graph_verify.GraphRun) -> None:
     """Re-run with every lowered pass checked against the tensor graph, when affordable."""
     graph_s = sum(launch.duration_s for launch in rec.launches)
-    estimate = graph_s * graph_verify.PASS_VERIFY_COST_FACTOR
+    tasks = 0
+    for launch in rec.launches:
+        model = costmodel.parse(Path(launch.output_dir)) if launch.output_dir else None
+        tasks += (model.aic_tasks + model.aiv_tasks) if model else 0
+    estimate = graph_verify.estimate_pass_verify_s(graph_s, tasks)
     budget = min(graph_verify.PASS_VERIFY_BUDGET_S, float(req["limits"]["timeout_s"]) / 2)
     if estimate > budget:
         rec.events.emit("verify_passes", status="skipped",
                         reason=f"estimated {estimate:.0f} s > budget {budget:.0f} s; use smaller shapes")
         return
     first = len(rec.launches)
+    graph.check_passes = True
     start = time.perf_counter()
     try:
         wrapper(*inputs, **params)
@@ -278,7 +283,7 @@ def _verify_passes(req: dict[str, Any], rec: instrument.Recorder, wrapper: Any, 
         return
     rows = graph_verify.read_pypto_results([launch.output_dir for launch in rec.launches[first:]])
     summary = graph_verify.summarize_pypto(rows)
-    rec.events.emit("verify_passes", status=summary["result"], estimate_s=round(estimate, 2),
+    rec.events.emit("verify_passes", status=summary["result"], estimate_s=round(estimate, 2), tasks=tasks,
                     duration_s=round(time.perf_counter() - start, 3), **summary)
 
 

@@ -16,25 +16,37 @@ from typing import Any
 
 FIXED_PYPTO_VERSION = "0.2.0"
 CSV_NAME = "verify_result_brief.csv"
-# Checking every lowered pass costs about 9.4x the tensor graph alone (notes §3: a 32-iteration
-# loop took 34.6 s against 3.7 s); we estimate from the measured tensor-graph call.
-PASS_VERIFY_COST_FACTOR = 10.0
+# Checking every lowered pass re-runs each pass for every loop iteration (notes §3), so its cost
+# grows faster than the task count: measured here (dynamic_add, 64 columns) the extra time over the
+# tensor-graph call was 1.5 s for 32 tasks and 12.1 s for 128 tasks, i.e. about 0.0083 * tasks**1.5.
+PASS_VERIFY_S_PER_TASK15 = 0.0083
 PASS_VERIFY_BUDGET_S = 120.0
+
+
+def estimate_pass_verify_s(graph_call_s: float, tasks: int) -> float:
+    return graph_call_s + PASS_VERIFY_S_PER_TASK15 * max(tasks, 1) ** 1.5
+
+
+def version_problem(version: str) -> str | None:
+    """Why this pypto version cannot use our CPU fix, or None."""
+    if version == FIXED_PYPTO_VERSION:
+        return None
+    return (f"graph verify is unavailable on pypto {version}: our fix for CPU tensors replaces a private "
+            f"method of pypto {FIXED_PYPTO_VERSION} and is not applied to other versions")
 
 
 def preload(info: dict[str, Any]) -> None:
     """In the warm parent: note whether this pypto is the one our CPU fix was written for."""
-    version = metadata.version("pypto")
-    info["graph_verify_supported"] = version == FIXED_PYPTO_VERSION
-    info["graph_verify_note"] = "" if version == FIXED_PYPTO_VERSION else (
-        f"graph verify is unavailable: its CPU fix targets pypto {FIXED_PYPTO_VERSION}, this host has {version}")
+    problem = version_problem(metadata.version("pypto"))
+    info["graph_verify_supported"] = problem is None
+    info["graph_verify_note"] = problem or ""
 
 
 def unavailable_reason(calculator_lib: str | None) -> str | None:
     """Why graph verify cannot run in this job, or None when it can."""
-    version = metadata.version("pypto")
-    if version != FIXED_PYPTO_VERSION:
-        return f"pypto {version}: our CPU fix for graph verify targets pypto {FIXED_PYPTO_VERSION}"
+    problem = version_problem(metadata.version("pypto"))
+    if problem:
+        return problem
     from pypto._utils import BuildOnlineManager
 
     if not BuildOnlineManager().calculator_loaded:
@@ -77,6 +89,7 @@ class GraphRun:
         self.output_args = output_args
         self.tolerance = tolerance
         self.verify_passes = verify_passes
+        self.check_passes = False  # the first call checks the tensor graph only; see child._verify_passes
         self.registered: list[Any] = []  # pypto keeps raw pointers: hold the tensors
         self.assigned: list[dict[str, Any]] = []
 
@@ -86,7 +99,7 @@ class GraphRun:
         options = dict(wrapper._verify_options or {})
         options["enable_pass_verify"] = True
         options["pass_verify_error_tol"] = list(self.tolerance)
-        if self.verify_passes:
+        if self.check_passes:
             options.pop("pass_verify_pass_filter", None)
         else:
             options["pass_verify_pass_filter"] = []  # the tensor graph only
@@ -180,6 +193,10 @@ def summarize_pypto(rows: list[dict[str, str]]) -> dict[str, Any]:
     results = [r.get("verifyResult", "") for r in rows]
     verdict = "fail" if "FAILED" in results else ("pass" if "PASS" in results else "no_compare")
     first_fail = next((r for r in rows if r.get("verifyResult") == "FAILED"), None)
+    # A lowered pass compared with the tensor graph (not the graph with the golden): where a
+    # compiler pass first changed the result.
+    first_pass = next((r for r in rows if r.get("verifyResult") == "FAILED" and r.get("referPassName") != "golden"),
+                      None)
     keep = ("passName", "referPassName", "verifyResult", "maxAbsDiff", "maxRelDiff", "errorCount", "errorRatio",
             "outputShape", "outputDtype")
     return {
@@ -187,4 +204,5 @@ def summarize_pypto(rows: list[dict[str, str]]) -> dict[str, Any]:
         "rows": [{k: r.get(k, "") for k in keep} for r in rows[:200]],
         "first_failed_pass": first_fail.get("passName") if first_fail else None,
         "first_failed": {k: first_fail.get(k, "") for k in keep} if first_fail else None,
+        "first_divergent_pass": {k: first_pass.get(k, "") for k in keep} if first_pass else None,
     }

@@ -1,0 +1,52 @@
+"""Graph verify: availability, pass-level checks and their cost guard, with real pypto."""
+from __future__ import annotations
+
+import json
+import shutil
+
+from runtime import graph_verify
+from runtime.runner import RunOptions, run_submission
+from tests.conftest import EXAMPLES
+
+
+def test_other_pypto_versions_are_refused_clearly():
+    assert graph_verify.version_problem("0.2.0") is None
+    note = graph_verify.version_problem("0.3.0")
+    assert "0.3.0" in note and "0.2.0" in note and "unavailable" in note
+
+
+def test_without_calculator_graph_verify_is_unavailable_and_the_job_runs(warm_sim, tmp_path):
+    report = run_submission(EXAMPLES / "scale_add", RunOptions(cache_dir=tmp_path / "empty-cache",
+                                                               work_dir=tmp_path / "w"), warm=warm_sim)
+    for case in report.cases:
+        assert case.verdict == "sim_output_unwritten"
+        assert case.graph_verify["status"] == "unavailable"
+        assert "crosscheck calculator build" in case.graph_verify["reason"]
+
+
+def test_verify_passes_checks_every_lowered_pass(warm_sim, calculator_cache, tmp_path):
+    options = RunOptions(cache_dir=calculator_cache, verify_passes=True, cases=["scale_add_32x64"],
+                         work_dir=tmp_path)
+    case = run_submission(EXAMPLES / "scale_add", options, warm=warm_sim).cases[0]
+    passes = case.graph_verify["passes"]
+    assert passes["status"] == "pass" and passes["first_divergent_pass"] is None
+    names = [r["passName"] for r in passes["rows"]]
+    assert any(n.startswith("Pass_") for n in names), names
+    assert all(r["referPassName"] == "tensor_graph" for r in passes["rows"] if r["passName"].startswith("Pass_"))
+
+
+def test_expensive_pass_verify_is_skipped_with_a_reason(warm_sim, calculator_cache, tmp_path):
+    pkg = tmp_path / "big"
+    shutil.copytree(EXAMPLES / "dynamic_add", pkg)
+    spec = json.loads((pkg / "test_cases.json").read_text())
+    case = spec["test_cases"][0]
+    case.update(id="big", verify_passes=True)
+    for inp in case["inputs"]:
+        inp["shape"] = [4096, 64]
+    spec["test_cases"] = [case]
+    (pkg / "test_cases.json").write_text(json.dumps(spec))
+    result = run_submission(pkg, RunOptions(cache_dir=calculator_cache, timeout_s=40, work_dir=tmp_path / "w"),
+                            warm=warm_sim).cases[0]
+    assert result.verdict == "sim_garbage_graph_ok"
+    passes = result.graph_verify["passes"]
+    assert passes["status"] == "skipped" and "budget" in passes["reason"]

@@ -21,6 +21,7 @@ class SchemaOutdated(RuntimeError):
 def alembic_config(url: str) -> Config:
     cfg = Config(str(MIGRATIONS_DIR / "alembic.ini"))
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("path_separator", "os")  # without it Alembic warns (an error under our pytest config)
     cfg.set_main_option("version_locations", str(MIGRATIONS_DIR / "versions"))
     cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return cfg

@@ -32,6 +32,25 @@ def claim(session: Session, job_id: int, worker: str, attempt: int) -> bool:
     return result.rowcount == 1
 
 
+def claim_job(session: Session, job_id: int, worker: str, attempt: int) -> Job:
+    """claim(), answering Conflict (with the job's state) when the job is not claimable."""
+    job = get(session, job_id)
+    if not claim(session, job_id, worker, attempt):
+        raise Conflict(f"job {job_id} attempt {attempt} is not claimable: the job is {job.status} "
+                       f"at attempt {job.attempts}")
+    session.refresh(job)  # claim() updated the row behind the identity map's back
+    return job
+
+
+def running_attempt(session: Session, job_id: int, attempt: int) -> Job:
+    """The job, if `attempt` is its current running attempt; Conflict for a lost or stale worker."""
+    job = get(session, job_id)
+    if job.status != RUNNING or job.attempts != attempt:
+        raise Conflict(f"job {job_id} attempt {attempt} is not running: the job is {job.status} "
+                       f"at attempt {job.attempts}")
+    return job
+
+
 def heartbeat(session: Session, job: Job, progress: dict[str, Any] | None) -> bool:
     """Record liveness and progress; returns True when a cancel was requested."""
     job.heartbeat_at = utcnow()

@@ -6,10 +6,11 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Select, func, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, defer
 
 from server.errors import InvalidInput, NotFound
 from server.models import CaseResult, CaseState, Job, Operator, Worker
+from server.models.job import QUEUED, RUNNING
 from server.services.combined import COMBINED, SEVERITY
 
 MAX_PAGE = 500
@@ -190,3 +191,48 @@ def list_workers(session: Session) -> list[Worker]:
 def search_operator_names(session: Session, prefix: str, limit: int = 20) -> list[str]:
     return list(session.scalars(select(Operator.name).where(or_(Operator.name.ilike(f"{prefix}%")))
                                 .order_by(Operator.name).limit(limit)))
+
+
+# --- Dashboard reads (added for the dashboard; the API may use them too) ---
+
+def case_summaries(session: Session, operator_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """cases_for_operators without each result's full runtime report (the overview's rows):
+    reports carry log tails and can be tens of KB each, so loading them for a page of
+    operators would dominate its time. Touching `report` raises instead of querying."""
+    if not operator_ids:
+        return {}
+    states = list(session.scalars(select(CaseState).where(CaseState.operator_id.in_(operator_ids))
+                                  .order_by(CaseState.operator_id, CaseState.case)))
+    ids = [i for s in states for i in (s.sim_result_id, s.npu_result_id) if i]
+    results = {r.id: r for r in session.scalars(select(CaseResult).where(CaseResult.id.in_(ids))
+                                                .options(defer(CaseResult.report, raiseload=True)))} if ids else {}
+    out: dict[int, list[dict[str, Any]]] = {i: [] for i in operator_ids}
+    for s in states:
+        out[s.operator_id].append({"case": s.case, "combined_verdict": s.combined_verdict, "reason": s.reason,
+                                   "sim": results.get(s.sim_result_id), "npu": results.get(s.npu_result_id)})
+    return out
+
+
+def label_values(session: Session, limit: int = 200) -> dict[str, list[str]]:
+    """Branches and authors of the operators' latest submissions: what the overview's label
+    filters match on (Operator.labels), one row per operator rather than per submission."""
+    out: dict[str, list[str]] = {}
+    for key in ("branch", "author"):
+        value = Operator.labels[key].as_string()
+        out[key] = [v for v in session.scalars(select(value).where(value.is_not(None)).distinct()
+                                                .order_by(value).limit(limit)) if v]
+    return out
+
+
+def job_siblings(session: Session, submission_id: int) -> list[Job]:
+    """The jobs of one submission (one per mode)."""
+    return list(session.scalars(select(Job).where(Job.submission_id == submission_id).order_by(Job.id)))
+
+
+def queue_depths(session: Session) -> dict[str, dict[str, int]]:
+    """{queue: {queued: n, running: n}} for the workers page."""
+    out: dict[str, dict[str, int]] = {}
+    for (queue, status), n in jobs_by_state(session).items():
+        if status in (QUEUED, RUNNING):
+            out.setdefault(queue, {QUEUED: 0, RUNNING: 0})[status] = n
+    return out

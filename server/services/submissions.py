@@ -10,6 +10,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from runtime import submission as runtime_submission
@@ -17,7 +18,7 @@ from runtime.errors import SubmissionError
 from server.blobs import BlobStore
 from server.config import Settings
 from server.errors import Conflict, InvalidInput, PayloadTooLarge
-from server.models import Job, Operator, Submission
+from server.models import Job, Operator, Submission, SuiteRun
 from server.models.base import utcnow
 
 MODES = ("sim", "npu")
@@ -91,6 +92,8 @@ def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmi
     bad = [m for m in modes if m not in MODES]
     if bad:
         raise InvalidInput(f"unknown mode(s) {', '.join(bad)}; use sim and/or npu")
+    if new.suite_run_id is not None and session.get(SuiteRun, new.suite_run_id) is None:
+        raise InvalidInput(f"no suite run {new.suite_run_id}")
     checked = inspect_bundle(new.filename, new.data)
     known = [c.id for c in checked.case_file.cases] if checked.case_file else None
     if known is not None and new.cases:
@@ -117,6 +120,22 @@ def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmi
     session.add_all(jobs)
     session.flush()
     return sub, jobs, True
+
+
+def create_once(session: Session, store: BlobStore, settings: Settings,
+                new: NewSubmission) -> tuple[Submission, list[Job], bool]:
+    """create(), tried once more after losing a unique-key race to a concurrent request.
+
+    Two requests with one Idempotency-Key (a client retrying while its first try is still being
+    processed), or two first submissions of one operator, both pass their "does it exist?" check;
+    the second insert then fails on the unique index once the first commits. Rolling back and
+    creating again finds the winner's rows: a replay, a Conflict, or the existing operator.
+    """
+    try:
+        return create(session, store, settings, new)
+    except IntegrityError:
+        session.rollback()
+        return create(session, store, settings, new)
 
 
 def _get_or_create_operator(session: Session, name: str) -> Operator:

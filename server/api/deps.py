@@ -1,0 +1,69 @@
+"""Request dependencies: the session (the one commit point), settings, blobs, the producer.
+
+The app keeps its settings, sessionmaker, blob store and producer on `app.state` (see
+server.main.create_app), so a test app and the real one never share globals.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlalchemy.orm import Session
+
+from server.blobs import BlobStore
+from server.config import Settings
+from server.models import Job
+from server.queue import Producer
+
+AFTER_COMMIT = "crosscheck.after_commit"
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    """One session per request, committed BEFORE the response is sent.
+
+    Declared with scope="function" (below): FastAPI runs this teardown right after the endpoint
+    and its response serialization, before the response goes out. With the default "request"
+    scope the teardown would run after the response was sent (FastAPI >= 0.118), and a failed
+    commit would hide behind a 200. A commit error propagates and becomes an error response.
+    """
+    session = request.app.state.sessionmaker()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+    for action in session.info.pop(AFTER_COMMIT, []):
+        action()  # e.g. enqueue: only once the rows the message names are visible to workers
+
+
+def after_commit(session: Session, action: Callable[[], object]) -> None:
+    """Run `action` once this request's transaction has committed (never if it rolls back)."""
+    session.info.setdefault(AFTER_COMMIT, []).append(action)
+
+
+def enqueue_after_commit(session: Session, producer: Producer, job: Job) -> None:
+    """Send the job's message once the job row is committed (a worker must be able to claim it)."""
+    args = (job.id, job.attempts, job.queue, job.timeout_s)
+    after_commit(session, lambda: producer.enqueue(*args))
+
+
+def get_settings(request: Request) -> Settings:
+    return request.app.state.settings  # type: ignore[no-any-return]
+
+
+def get_blobs(request: Request) -> BlobStore:
+    return request.app.state.blobs  # type: ignore[no-any-return]
+
+
+def get_producer(request: Request) -> Producer:
+    return request.app.state.producer  # type: ignore[no-any-return]
+
+
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+BlobsDep = Annotated[BlobStore, Depends(get_blobs)]
+ProducerDep = Annotated[Producer, Depends(get_producer)]

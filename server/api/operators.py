@@ -1,0 +1,63 @@
+"""Operators: the overview with filters, one operator's cases across modes, and its history."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query
+
+from server.api.deps import SessionDep
+from server.auth import ReadCaller
+from server.schemas.common import ErrorRead, as_utc
+from server.schemas.operator import (
+    CaseResultBrief,
+    HistoryPoint,
+    OperatorCase,
+    OperatorDetail,
+    OperatorHistory,
+    OperatorList,
+    OperatorRead,
+)
+from server.services import combined, queries
+
+router = APIRouter(prefix="/operators", tags=["operators"])
+CombinedVerdict = Literal[combined.COMBINED]  # type: ignore[valid-type]
+Mode = Literal["sim", "npu"]
+
+
+@router.get("", response_model=OperatorList, summary="Operators, real defects first")
+def list_operators(
+    caller: ReadCaller, session: SessionDep,
+    verdict: Annotated[list[CombinedVerdict], Query(description="combined verdict (repeatable)")] = [],  # noqa: B006
+    q: Annotated[str, Query(max_length=200, description="substring of the name")] = "",
+    mode: Mode | None = None, branch: str | None = None, author: str | None = None, since: datetime | None = None,
+    limit: Annotated[int, Query(ge=1, le=queries.MAX_PAGE)] = 50, offset: Annotated[int, Query(ge=0)] = 0,
+) -> OperatorList:
+    """Filtered operators with the total and the count of operators per combined verdict."""
+    f = queries.OperatorFilter(verdict=list(verdict), q=q, mode=mode, branch=branch, author=author,
+                               since=as_utc(since) if since else None)
+    rows, total = queries.list_operators(session, f, limit, offset)
+    return OperatorList(items=[OperatorRead.model_validate(r) for r in rows], total=total,
+                        counts=queries.verdict_counts(session))
+
+
+@router.get("/{name}", response_model=OperatorDetail, summary="An operator's cases across SIM and NPU",
+            responses={404: {"model": ErrorRead}})
+def read_operator(name: str, caller: ReadCaller, session: SessionDep) -> OperatorDetail:
+    """The summary, and each case's combined verdict with its latest SIM and NPU results."""
+    operator = queries.get_operator(session, name)
+    cases = [OperatorCase(case=c["case"], combined_verdict=c["combined_verdict"], reason=c["reason"],
+                          sim=CaseResultBrief.model_validate(c["sim"]) if c["sim"] else None,
+                          npu=CaseResultBrief.model_validate(c["npu"]) if c["npu"] else None)
+             for c in queries.operator_cases(session, operator.id)]
+    return OperatorDetail(operator=OperatorRead.model_validate(operator), cases=cases)
+
+
+@router.get("/{name}/history", response_model=OperatorHistory, summary="Diffs and cost over an operator's jobs",
+            responses={404: {"model": ErrorRead}})
+def read_history(name: str, caller: ReadCaller, session: SessionDep, mode: Mode | None = None,
+                 limit: Annotated[int, Query(ge=1, le=2000)] = 200) -> OperatorHistory:
+    """Per job, oldest first: max |diff| (SIM raw), graph-verify diff, NPU diff with atol/rtol, cost model."""
+    operator = queries.get_operator(session, name)
+    points = [HistoryPoint(**p) for p in queries.operator_history(session, operator.id, mode, limit)]
+    return OperatorHistory(operator=operator.name, points=points)

@@ -1,0 +1,15 @@
+"""Every API router under /api/v1."""
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from server.api import cases, internal, jobs, operators, submissions, workers
+
+API_PREFIX = "/api/v1"
+
+
+def api_router() -> APIRouter:
+    router = APIRouter(prefix=API_PREFIX)
+    for module in (submissions, jobs, operators, cases, workers, internal):
+        router.include_router(module.router)
+    return router

@@ -1,0 +1,90 @@
+"""API tokens on requests: who is calling, and may they do this?
+
+A token comes from `Authorization: Bearer <token>`, the `X-API-Token` header, or the
+`crosscheck_token` cookie (the dashboard's login). Scopes: read, submit, admin, worker;
+admin implies every scope and submit implies read.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated
+from urllib.parse import urlsplit
+
+from fastapi import Depends, Request
+from fastapi.security import APIKeyCookie, APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+
+from server.api.deps import SessionDep, SettingsDep
+from server.errors import PermissionDenied, Unauthorized
+from server.services import tokens
+
+TOKEN_COOKIE = "crosscheck_token"
+TOKEN_HEADER = "X-API-Token"
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+IMPLIED = {"admin": {"read", "submit", "admin", "worker"}, "submit": {"read", "submit"}}
+
+# Declared as security schemes so OpenAPI documents them; auto_error=False: we answer 401 ourselves.
+_bearer = HTTPBearer(auto_error=False, description="an API token: `Authorization: Bearer cc_...`")
+_header = APIKeyHeader(name=TOKEN_HEADER, auto_error=False)
+_cookie = APIKeyCookie(name=TOKEN_COOKIE, auto_error=False)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The token behind a request (anonymous readers have no token id)."""
+    name: str
+    scopes: frozenset[str]
+    token_id: int | None = None
+
+    def allows(self, scope: str) -> bool:
+        return any(scope in IMPLIED.get(s, {s}) for s in self.scopes)
+
+
+ANONYMOUS = Caller(name="anonymous", scopes=frozenset({"read"}))
+
+
+def current_token(
+    request: Request,
+    session: SessionDep,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    header: Annotated[str | None, Depends(_header)],
+    cookie: Annotated[str | None, Depends(_cookie)],
+) -> Caller | None:
+    """The caller's token, None when no token was sent; 401 when one was sent but is not valid."""
+    secret = (bearer.credentials if bearer else None) or header or cookie
+    if not secret:
+        return None
+    if secret == cookie and request.method not in SAFE_METHODS:
+        _same_origin_only(request)
+    token = tokens.verify(session, secret.strip())
+    if token is None:
+        raise Unauthorized("invalid or revoked API token")
+    return Caller(name=token.name, scopes=frozenset(token.scope_set), token_id=token.id)
+
+
+def _same_origin_only(request: Request) -> None:
+    """The cookie rides along on requests other sites make; refuse a cross-site write that carries it."""
+    origin = request.headers.get("origin")
+    if origin and urlsplit(origin).netloc != request.headers.get("host"):
+        raise PermissionDenied(f"a cross-site request from {origin} may not use the dashboard's login cookie")
+
+
+def require(scope: str) -> Callable[..., Caller]:
+    """A dependency that lets the request through only with a token carrying `scope`."""
+    def dependency(caller: Annotated[Caller | None, Depends(current_token)], settings: SettingsDep) -> Caller:
+        if caller is None:
+            if scope == "read" and settings.anonymous_read:
+                return ANONYMOUS
+            raise Unauthorized("an API token is required (Authorization: Bearer <token>)")
+        if not caller.allows(scope):
+            raise PermissionDenied(f"token {caller.name!r} lacks the {scope!r} scope")
+        return caller
+
+    dependency.__name__ = f"require_{scope}"
+    return dependency
+
+
+ReadCaller = Annotated[Caller, Depends(require("read"))]
+SubmitCaller = Annotated[Caller, Depends(require("submit"))]
+WorkerCaller = Annotated[Caller, Depends(require("worker"))]
+AdminCaller = Annotated[Caller, Depends(require("admin"))]

@@ -1,0 +1,35 @@
+"""`crosscheck api`: serve the API and the dashboard with uvicorn."""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from server import db, migrate
+from server.config import get_settings
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("api", help="serve the API and the dashboard")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = get_settings()
+    if settings.is_sqlite:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        migrate.check_schema(db.get_engine(), settings.resolved_database_url)
+    except migrate.SchemaOutdated as exc:
+        print(f"crosscheck api: {exc}", file=sys.stderr)
+        return 1
+    import uvicorn
+
+    logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT)
+    uvicorn.run("server.main:app", host=args.host, port=args.port, log_level=args.log_level)
+    return 0

@@ -1,0 +1,45 @@
+"""`crosscheck db upgrade|downgrade REV|current`: the schema, by Alembic migrations only."""
+from __future__ import annotations
+
+import argparse
+
+from server import db, migrate
+from server.config import get_settings
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("db", help="migrate the database schema")
+    actions = parser.add_subparsers(dest="db_action", required=True, metavar="ACTION")
+    up = actions.add_parser("upgrade", help="upgrade to a revision (default: head)")
+    up.add_argument("revision", nargs="?", default="head")
+    down = actions.add_parser("downgrade", help="downgrade to a revision ('base' empties the database)")
+    down.add_argument("revision")
+    actions.add_parser("current", help="show the database's revision and the code's")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = get_settings()
+    url = settings.resolved_database_url
+    if settings.is_sqlite:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)  # the default SQLite file lives there
+    engine = db.get_engine()
+    before = migrate.current_revision(engine)
+    if args.db_action == "current":
+        head = migrate.head_revision(url)
+        state = "up to date" if before == head else "outdated: run `crosscheck db upgrade`"
+        print(f"database {_safe(url)}: revision {before or 'none'}; code head {head} ({state})")
+        return 0
+    if args.db_action == "upgrade":
+        migrate.upgrade(url, args.revision)
+    else:
+        migrate.downgrade(url, args.revision)
+    after = migrate.current_revision(engine)
+    print(f"database {_safe(url)}: {args.db_action} {before or 'none'} -> {after or 'none (base)'}")
+    return 0
+
+
+def _safe(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)

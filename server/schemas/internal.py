@@ -1,0 +1,48 @@
+"""What workers send and receive: claim, heartbeat, result."""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class ClaimCreate(BaseModel):
+    worker: str = Field(..., min_length=1, max_length=200)
+    attempt: int = Field(..., ge=1)
+
+
+class ClaimedSubmission(BaseModel):
+    id: int
+    filename: str
+    kind: str
+    case_filter: list[str]
+    sha256: str
+
+
+class ClaimedJob(BaseModel):
+    id: int
+    mode: str
+    attempt: int
+    timeout_s: float
+    case_timeout_s: float
+    case_memory_gib: float
+    operator: str
+    submission: ClaimedSubmission
+
+
+class ClaimRead(BaseModel):
+    claimed: bool
+    job: ClaimedJob
+
+
+class JobHeartbeatCreate(BaseModel):
+    attempt: int = Field(..., ge=1)
+    progress: dict[str, Any] | None = None
+
+
+class JobHeartbeatRead(BaseModel):
+    cancel_requested: bool
+
+
+class ResultRead(BaseModel):
+    stored: bool  # False: a duplicate or stale delivery, nothing changed

@@ -1,0 +1,91 @@
+"""Operators: the overview row, the per-case view across modes, and history."""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from server.schemas.common import OrmModel, UtcDatetime
+
+
+class OperatorRead(OrmModel):
+    id: int
+    name: str
+    combined_verdict: str | None
+    case_count: int
+    verdict_counts: dict[str, int]
+    sim_verdict: str | None
+    npu_verdict: str | None
+    sim_max_abs_diff: float | None
+    graph_status: str | None
+    graph_max_abs_diff: float | None
+    npu_max_abs_diff: float | None
+    npu_tolerance: float | None
+    aicore_time_us: float | None
+    latest_sim_job_id: int | None
+    latest_npu_job_id: int | None
+    labels: dict[str, Any]
+    updated_at: UtcDatetime
+
+
+class OperatorList(BaseModel):
+    items: list[OperatorRead]
+    total: int
+    counts: dict[str, int]  # operators per combined verdict, over all operators
+
+
+class CaseResultBrief(OrmModel):
+    id: int
+    job_id: int
+    mode: str
+    verdict: str
+    structural: str
+    stage: str
+    precision: str
+    output_written: bool | None
+    kernel_launches: int
+    max_abs_diff: float | None
+    max_rel_diff: float | None
+    mismatch_ratio: float | None
+    rtol: float | None
+    atol: float | None
+    graph_status: str | None
+    graph_max_abs_diff: float | None
+    aicore_time_us: float | None
+    utilization: float | None
+    duration_s: float
+    error_type: str | None
+    error_message: str | None
+    diagnosis_rules: str
+    created_at: UtcDatetime
+
+
+class OperatorCase(BaseModel):
+    case: str
+    combined_verdict: str
+    reason: str
+    sim: CaseResultBrief | None
+    npu: CaseResultBrief | None
+
+
+class OperatorDetail(BaseModel):
+    operator: OperatorRead
+    cases: list[OperatorCase]
+
+
+class HistoryPoint(BaseModel):
+    job_id: int
+    mode: str
+    created_at: UtcDatetime
+    max_abs_diff: float | None  # SIM: raw (SIM writes no outputs on CPU hosts, so this is garbage)
+    graph_max_abs_diff: float | None
+    atol: float | None
+    rtol: float | None
+    aicore_time_us: float | None
+    utilization: float | None
+    cases: int
+
+
+class OperatorHistory(BaseModel):
+    operator: str
+    points: list[HistoryPoint]

@@ -1,0 +1,84 @@
+"""The auth matrix: every endpoint x every kind of token (one app for the module: it is read-mostly)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+API = "/api/v1"
+SUBMISSION = {"json": {"files": {"kernel.py": "import pypto\n"}}}
+RESULT = {"data": {"attempt": "1", "report": json.dumps({"schema_version": 1, "cases": []})}}
+BEAT = {"json": {"name": "w", "host": "h", "queues": ["sim"]}}
+
+# (method, path, scope needed, request kwargs). None = no token needed.
+ENDPOINTS = [
+    ("POST", "/submissions", "submit", SUBMISSION),
+    ("GET", "/submissions/{submission_id}", "read", {}),
+    ("GET", "/jobs", "read", {}),
+    ("GET", "/jobs/{job_id}", "read", {}),
+    ("GET", "/jobs/{job_id}/report", "read", {}),
+    ("GET", "/jobs/{job_id}/logs", "read", {}),
+    ("GET", "/jobs/{job_id}/artifacts", "read", {}),
+    ("GET", "/jobs/{job_id}/artifacts/{path}", "read", {}),
+    ("POST", "/jobs/{job_id}/cancel", "submit", {}),
+    ("POST", "/jobs/{job_id}/retry", "submit", {}),
+    ("GET", "/operators", "read", {}),
+    ("GET", "/operators/{name}", "read", {}),
+    ("GET", "/operators/{name}/history", "read", {}),
+    ("GET", "/cases", "read", {}),
+    ("GET", "/workers", "read", {}),
+    ("POST", "/workers/heartbeat", "worker", BEAT),
+    ("POST", "/internal/jobs/{job_id}/claim", "worker", {"json": {"worker": "w", "attempt": 1}}),
+    ("GET", "/internal/jobs/{job_id}/bundle", "worker", {}),
+    ("POST", "/internal/jobs/{job_id}/heartbeat", "worker", {"json": {"attempt": 1}}),
+    ("POST", "/internal/jobs/{job_id}/result", "worker", RESULT),
+    ("GET", "/healthz", None, {}),
+    ("GET", "/readyz", None, {}),
+    ("GET", "/metrics", None, {}),
+]
+KINDS = ("none", "read", "submit", "admin", "worker", "revoked", "garbage")
+GRANTS = {"read": {"read"}, "submit": {"read", "submit"}, "admin": {"read", "submit", "worker"}, "worker": {"worker"}}
+
+
+def expected(kind: str, scope: str | None) -> int | None:
+    """401 / 403, or None: let through (the endpoint's own answer, e.g. 404 for an unknown id)."""
+    if scope is None:
+        return None
+    if kind in ("none", "revoked", "garbage"):
+        return 401
+    return None if scope in GRANTS[kind] else 403
+
+
+def url(path: str) -> str:
+    filled = path.format(submission_id=999, job_id=999, path="x.txt", name="nope")
+    return filled if filled in ("/healthz", "/readyz", "/metrics") else API + filled
+
+
+MATRIX = [(m, p, s, kw, kind) for m, p, s, kw in ENDPOINTS for kind in KINDS]
+
+
+@pytest.mark.parametrize(("method", "path", "scope", "kwargs", "kind"), MATRIX,
+                         ids=[f"{m} {p} {k}" for m, p, _, _, k in MATRIX])
+def test_auth_matrix(shared_client, method, path, scope, kwargs, kind):
+    client, token = shared_client
+    secret = {"none": None, "garbage": "cc_not-a-token"}.get(kind, token.get(kind))
+    headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+    r = client.request(method, url(path), headers=headers, **kwargs)
+    want = expected(kind, scope)
+    if want is None:
+        assert r.status_code not in (401, 403, 500), r.text
+    else:
+        assert r.status_code == want, r.text
+        assert r.json()["detail"]
+        if want == 401:
+            assert r.headers["www-authenticate"] == "Bearer"
+
+
+def test_the_matrix_covers_every_route(shared_client):
+    """A new endpoint must be added to ENDPOINTS (and so to the matrix)."""
+    client, _ = shared_client
+    spec = client.get("/openapi.json").json()
+    routes = {(m.upper(), p.removeprefix(API)) for p, ops in spec["paths"].items() for m in ops
+              if p.startswith(API) or p in ("/healthz", "/readyz", "/metrics")}  # not the dashboard's pages
+    listed = {(m, p) for m, p, _, _ in ENDPOINTS}
+    assert routes == listed

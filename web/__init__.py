@@ -1,8 +1,35 @@
-"""The dashboard: server-rendered Jinja2 pages and static assets, served by server/."""
+"""The dashboard: server-rendered Jinja2 pages and static assets, served by server/.
+
+Readable without JavaScript; web/static/app.js only enhances (local times, live progress).
+"""
 from __future__ import annotations
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+
+from web.deps import HERE
+
+API_PREFIXES = ("/api/", "/internal/", "/healthz", "/readyz", "/metrics", "/docs", "/openapi", "/redoc")
 
 
 def install(app: FastAPI) -> None:
-    """Mount the dashboard's routes and static files on the API app (filled in by the dashboard)."""
+    """Mount the dashboard's routes and static files on the API app."""
+    from web import jobs, login, operators, overview, submit, workers
+    from web.errors import error_page
+
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    for module in (overview, operators, jobs, submit, workers, login):
+        app.include_router(module.router, include_in_schema=False)
+
+    async def not_found_page(request: Request, exc: Exception) -> Response:
+        """An unknown URL typed into a browser gets the dashboard's page; API clients keep JSON."""
+        assert isinstance(exc, HTTPException)
+        wants_html = "text/html" in request.headers.get("accept", "")
+        if exc.status_code == 404 and wants_html and not request.url.path.startswith(API_PREFIXES):
+            return error_page(request, 404, f"There is no page at {request.url.path}.")
+        return await http_exception_handler(request, exc)
+
+    app.add_exception_handler(HTTPException, not_found_page)

@@ -209,7 +209,7 @@ def case_summaries(session: Session, operator_ids: list[int]) -> dict[int, list[
     out: dict[int, list[dict[str, Any]]] = {i: [] for i in operator_ids}
     for s in states:
         out[s.operator_id].append({"case": s.case, "combined_verdict": s.combined_verdict, "reason": s.reason,
-                                   "sim": results.get(s.sim_result_id), "npu": results.get(s.npu_result_id)})
+                                   "sim": results.get(s.sim_result_id or 0), "npu": results.get(s.npu_result_id or 0)})
     return out
 
 

@@ -1,0 +1,221 @@
+"""Real-browser tests: Debian's Chromium driven by Playwright against the app served by uvicorn.
+
+Screenshots of every page at 1280 and 390 px go to test-artifacts/screenshots/.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.migrate import upgrade
+from server.services import tokens
+from tests.web import seed as seeding
+from tests.web.conftest import make_app, make_settings
+from tests.web.server import serve
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+SHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
+WIDTHS = (1280, 390)
+JOB_FINISH_TIMEOUT_S = 240.0
+WORKER_STOP_S = 20.0
+
+if not Path(CHROMIUM).exists():
+    pytest.skip(f"{CHROMIUM} is missing: apt-get install -y chromium", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api")
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The seeded app on a free port, with a submit token and a worker token."""
+    data = tmp_path_factory.mktemp("browser-data")
+    settings = make_settings(data)
+    upgrade(settings.resolved_database_url)
+    app = make_app(settings)
+    with app.state.sessionmaker() as session:
+        info = seeding.seed(session, app.state.blobs, settings)
+        info["worker_token"] = tokens.create(session, "browser-test-worker", ["worker"])[1]
+        session.commit()
+    with serve(app) as base:
+        yield {"base": base, "settings": settings, "data": data, **info}
+
+
+@pytest.fixture(scope="module")
+def browser(live: dict[str, Any]) -> Iterator[Any]:
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(params=WIDTHS, ids=lambda w: f"{w}px")
+def page(request: pytest.FixtureRequest, browser: Any, live: dict[str, Any]) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": request.param, "height": 900})
+    context.add_cookies([{"name": "crosscheck_token", "value": live["token"], "url": live["base"]}])
+    pg = context.new_page()
+    pg.set_default_timeout(10_000)
+    pg.width = request.param
+    yield pg
+    context.close()
+
+
+def shot(page: Any, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}-{page.width}.png"), full_page=True)
+
+
+def test_overview_shows_the_flag(page: Any, live: dict[str, Any]) -> None:
+    page.goto(live["base"] + "/")
+    flagged = page.locator('tbody.op[data-verdict="sim_garbage_npu_ok"]')
+    sync_api.expect(flagged.locator(".flag-note")).to_contain_text("not a kernel defect")
+    sync_api.expect(flagged.locator(".garbage").first).to_have_text("10^35 · SIM garbage")
+    # Real defects come first.
+    assert page.locator("tbody.op").first.get_attribute("data-verdict") == "kernel_defect"
+    # JavaScript shows timestamps in local time (the server's UTC text stays in the title).
+    when = page.locator("time[data-local]").first
+    assert "UTC" not in when.inner_text() and "UTC" in when.get_attribute("title")
+    flagged.locator("summary").click()
+    sync_api.expect(flagged.locator("table.cases")).to_be_visible()
+    shot(page, "overview")
+
+
+def test_filter(page: Any, live: dict[str, Any]) -> None:
+    page.goto(live["base"] + "/")
+    page.get_by_label("Verdict", exact=True).select_option("kernel_defect")
+    page.get_by_role("button", name="Apply").click()
+    page.wait_for_url(re.compile(r"verdict=kernel_defect"))
+    assert page.locator("tbody.op").count() == 2
+    page.locator("nav.counts a.v-structural_error").click()
+    page.wait_for_url(re.compile(r"verdict=structural_error"))
+    sync_api.expect(page.locator("tbody.op")).to_have_count(1)
+    page.get_by_label("Search", exact=True).fill("no-such-operator")
+    page.keyboard.press("Enter")
+    sync_api.expect(page.locator(".empty")).to_contain_text("No operator matches")
+    shot(page, "overview-filtered-empty")
+
+
+def test_click_through_to_a_diagnosis_card(page: Any, live: dict[str, Any]) -> None:
+    page.goto(live["base"] + "/")
+    page.locator('tbody.op[data-operator="missing_vec_tiles"] > tr > th a').click()
+    page.wait_for_url(re.compile(r"/operators/missing_vec_tiles$"))
+    shot(page, "operator-structural")
+    page.locator("table.cases tbody th a").first.click()
+    page.wait_for_url(re.compile(r"/jobs/\d+#case-"))
+    card = page.locator("article.diag").first
+    sync_api.expect(card).to_be_visible()
+    sync_api.expect(card.locator(".ln.hit")).to_contain_text("out[:] = x * 2.0 + y")
+    page.locator("details.log summary").nth(1).click()  # stderr opens with a click
+    sync_api.expect(page.locator("details.log").nth(1).locator("pre")).to_be_visible()
+    shot(page, "job-diagnosis")
+
+
+def test_history_chart_renders(page: Any, live: dict[str, Any]) -> None:
+    page.goto(live["base"] + "/operators/scale_add")
+    chart = page.locator("svg#history-chart")
+    sync_api.expect(chart).to_be_visible()
+    box = chart.bounding_box()
+    assert box and box["width"] > 300 and box["height"] > 100
+    sync_api.expect(chart.locator('g[data-series="NPU"] circle')).to_have_count(2)
+    sync_api.expect(chart.locator("g.tolerance text")).to_have_text("atol 0.001")  # a flat line has no height
+    shot(page, "operator")
+
+
+def test_job_page_timeline_and_other_pages(page: Any, live: dict[str, Any]) -> None:
+    page.goto(live["base"] + f"/jobs/{live['flag_jobs'][0].id}")
+    sync_api.expect(page.locator("svg.lanes rect").first).to_be_visible()
+    shot(page, "job-flag")
+    for name, path in (("workers", "/workers"), ("submit", "/submit"), ("suites", "/suites"),
+                       ("error-404", "/jobs/999999"), ("job-queued", f"/jobs/{live['queued_jobs'][0].id}")):
+        page.goto(live["base"] + path)
+        shot(page, name)
+    page.context.clear_cookies()
+    page.goto(live["base"] + "/")
+    page.wait_for_url(re.compile(r"/login\?next="))
+    shot(page, "login")
+
+
+def test_keyboard_reaches_the_filters(page: Any, live: dict[str, Any]) -> None:
+    page.goto(live["base"] + "/")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    for _ in range(30):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.id") == "f-q":
+            break
+    assert page.evaluate("document.activeElement.id") == "f-q"
+
+
+@pytest.fixture(scope="module")
+def sim_worker(live: dict[str, Any]) -> Iterator[subprocess.Popen[bytes]]:
+    """A real Celery SIM worker on the app's embedded broker, talking to the served API."""
+    if importlib.util.find_spec("worker.app") is None:
+        pytest.skip("the worker package (worker/app.py) is not there yet")
+    settings = live["settings"]
+    env = {**os.environ, "DATA_DIR": str(live["data"]), "BROKER_URL": settings.resolved_broker_url,
+           "API_URL": live["base"], "WORKER_TOKEN": live["worker_token"], "JOB_HEARTBEAT_S": "2"}
+    log = open(live["data"] / "worker.log", "wb")  # noqa: SIM115 - open for the worker's life; a file, not a pipe
+    proc = subprocess.Popen([sys.executable, "-m", "celery", "-A", "worker.app", "worker", "-Q", "sim",
+                             "--concurrency", "1", "--loglevel", "INFO"],
+                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    yield proc
+    os.killpg(proc.pid, signal.SIGTERM)  # our own process group: the worker and its pool child
+    try:
+        proc.wait(timeout=WORKER_STOP_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    log.close()
+
+
+def test_upload_an_example_and_watch_it_finish(browser: Any, live: dict[str, Any], sim_worker: Any,
+                                               tmp_path: Path) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.add_cookies([{"name": "crosscheck_token", "value": live["token"], "url": live["base"]}])
+    page = context.new_page()
+    page.width = 1280
+    upload = tmp_path / "scale_add.zip"
+    upload.write_bytes(seeding.bundle("scale_add"))
+    page.goto(live["base"] + "/submit")
+    page.get_by_label("Package or script").set_input_files(str(upload))
+    page.locator("summary", has_text="Name, cases and labels").click()
+    page.get_by_label("Operator name").fill("uploaded_scale_add")
+    page.get_by_role("button", name="Submit").click()
+    progress = page.locator("#submit-progress")
+    sync_api.expect(progress).to_be_visible()
+    sync_api.expect(page.locator("#submit-jobs li")).to_have_count(1)
+    shot(page, "submit-progress")
+    # A second tab on the job page follows the job by itself (fetch, then a reload when it ends).
+    follower = context.new_page()
+    follower.goto(live["base"] + page.locator("#submit-jobs li a").get_attribute("href"))
+    seen = set()
+    deadline = time.monotonic() + JOB_FINISH_TIMEOUT_S
+    while "/jobs/" not in page.url:
+        if time.monotonic() > deadline:
+            worker_log = (live["data"] / "worker.log").read_text(errors="replace")[-3000:]
+            pytest.fail(f"the job did not finish in {JOB_FINISH_TIMEOUT_S:.0f} s; states {seen}\n{worker_log}")
+        try:
+            seen.add(page.locator("#submit-jobs .job-state").first.inner_text(timeout=1000))
+        except sync_api.Error:
+            pass  # the page is navigating to the results
+        time.sleep(0.3)
+    page.wait_for_load_state()
+    sync_api.expect(page.locator("#job-status")).to_have_text("succeeded")
+    sync_api.expect(page.locator("table.cases tbody tr")).to_have_count(2)
+    sync_api.expect(page.locator("svg.lanes").first).to_be_visible()
+    shot(page, "job-uploaded")
+    sync_api.expect(follower.locator("#job-status")).to_have_text("succeeded", timeout=30_000)
+    sync_api.expect(follower.locator("#live")).to_have_count(0)
+    context.close()

@@ -1,0 +1,194 @@
+"""Chart geometry for server-rendered SVG (the templates in web/templates/_charts.html draw it).
+
+Why server-rendered SVG and not plotly.js (which ships inside the installed `plotly` package):
+- the pages must be readable without JavaScript, and an SVG chart is part of the HTML;
+- plotly.min.js is about 4.6 MB, parsed on every operator page, which hurts at 390 px on a phone
+  and would dominate the 200 ms page budget of a cold browser;
+- the charts we need are three simple ones (a log-scale line chart with a tolerance line, a
+  linear trend, per-core task lanes), computed here in a few dozen lines, testable by parsing HTML;
+- native SVG <title> elements give per-point tooltips, and a <details> data table beside each
+  chart gives screen readers and keyboard users the same numbers.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+WIDTH, HEIGHT = 760, 320  # the history chart and the lanes, in CSS pixels at their natural size
+SMALL_WIDTH, SMALL_HEIGHT = 520, 200  # the cost trends, two side by side
+LEFT, RIGHT, TOP, BOTTOM = 64, 24, 14, 34
+ZERO_FLOOR_DECADES = 2  # an exact 0 is drawn this many decades under the smallest non-zero value
+MAX_LANE_BARS = 4000  # beyond this the timeline shows the first bars and says so
+
+
+@dataclass
+class Series:
+    name: str
+    css: str  # class suffix: sim | graph | npu | cost | util
+    points: list[dict[str, Any]] = field(default_factory=list)  # x, y, title, marker
+
+    @property
+    def path(self) -> str:
+        return " ".join(f"{p['x']:.1f},{p['y']:.1f}" for p in self.points)
+
+
+@dataclass
+class Chart:
+    title: str
+    y_label: str
+    series: list[Series]
+    y_ticks: list[dict[str, Any]]
+    x_ticks: list[dict[str, Any]]
+    tolerance: dict[str, Any] | None = None
+    width: int = WIDTH
+    height: int = HEIGHT
+    left: int = LEFT
+    top: int = TOP
+    plot_w: int = WIDTH - LEFT - RIGHT
+    plot_h: int = HEIGHT - TOP - BOTTOM
+    empty: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _x_positions(n: int, width: int = WIDTH) -> list[float]:
+    plot_w = width - LEFT - RIGHT
+    if n <= 1:
+        return [LEFT + plot_w / 2] * n
+    return [LEFT + plot_w * i / (n - 1) for i in range(n)]
+
+
+def _x_ticks(runs: list[dict[str, Any]], xs: list[float], most: int = 8) -> list[dict[str, Any]]:
+    step = max(1, math.ceil(len(runs) / most))
+    return [{"x": xs[i], "label": f"#{runs[i]['job_id']}"} for i in range(0, len(runs), step)]
+
+
+def diff_history(points: list[dict[str, Any]]) -> Chart:
+    """max |diff| per run on a log scale: SIM raw, graph verify and NPU, with the tolerance line."""
+    runs = sorted(points, key=lambda p: p["job_id"])
+    xs = _x_positions(len(runs))
+    raw: list[tuple[str, str, float, Any, dict[str, Any]]] = []  # (series, css, x, value, run)
+    for x, run in zip(xs, runs):
+        if run["mode"] == "sim":
+            raw.append(("SIM raw", "sim", x, run["max_abs_diff"], run))
+            raw.append(("graph verify", "graph", x, run["graph_max_abs_diff"], run))
+        else:
+            raw.append(("NPU", "npu", x, run["max_abs_diff"], run))
+    tols = [r["atol"] for r in runs if _finite(r["atol"]) and r["atol"] > 0]
+    tol = tols[-1] if tols else None
+    positive = [v for *_, v, _ in raw if _finite(v) and v > 0] + ([tol] if tol else [])
+    if not positive and not any(_finite(v) for *_, v, _ in raw):
+        return Chart("max |diff| per run", "max |diff| (log)", [], [], [], empty=True)
+    lo = math.floor(math.log10(min(positive))) if positive else -6
+    hi = math.ceil(math.log10(max(positive))) if positive else 0
+    zero_at = lo - ZERO_FLOOR_DECADES
+    lo = zero_at if any(_finite(v) and v == 0 for *_, v, _ in raw) else lo
+    hi = max(hi, lo + 1)
+    plot_h = HEIGHT - TOP - BOTTOM
+
+    def y_of(decade: float) -> float:
+        return TOP + plot_h * (hi - decade) / (hi - lo)
+
+    series: dict[str, Series] = {}
+    notes: set[str] = set()
+    for name, css, x, value, run in raw:
+        s = series.setdefault(name, Series(name, css))
+        if not _finite(value):
+            if value is not None:
+                notes.add(f"{name}: non-finite values are left out")
+            continue
+        exact = value <= 0
+        decade = zero_at if exact else math.log10(value)
+        shown = "0 (exact)" if exact else f"{value:.3g}"
+        s.points.append({"x": x, "y": y_of(decade), "marker": "zero" if exact else "",
+                         "title": f"{name} · job #{run['job_id']} · max |diff| {shown}"})
+    step = max(1, math.ceil((hi - lo) / 8))
+    y_ticks = [{"y": y_of(d), "label": "0" if d == zero_at and d < math.log10(min(positive or [1])) else f"1e{d}"}
+               for d in range(lo, hi + 1, step)]
+    tolerance = {"y": y_of(math.log10(tol)), "label": f"atol {tol:.3g}"} if tol else None
+    ordered = [series[n] for n in ("SIM raw", "graph verify", "NPU") if n in series]
+    return Chart("max |diff| per run", "max |diff| (log)", ordered, y_ticks, _x_ticks(runs, xs), tolerance,
+                 notes=sorted(notes))
+
+
+def linear_trend(points: list[dict[str, Any]], key: str, name: str, css: str, unit: str,
+                 scale: float = 1.0) -> Chart:
+    """One value per SIM run on a linear scale (AICore µs, utilisation)."""
+    runs = sorted((p for p in points if p["mode"] == "sim" and _finite(p.get(key))), key=lambda p: p["job_id"])
+    if not runs:
+        return Chart(name, unit, [], [], [], empty=True)
+    values = [p[key] * scale for p in runs]
+    hi = _nice(max(values)) or 1.0
+    plot_h = SMALL_HEIGHT - TOP - BOTTOM
+    xs = _x_positions(len(runs), SMALL_WIDTH)
+    s = Series(name, css, [{"x": x, "y": TOP + plot_h * (1 - v / hi), "marker": "",
+                            "title": f"{name} · job #{p['job_id']} · {v:.3g} {unit}"}
+                           for x, v, p in zip(xs, values, runs)])
+    y_ticks = [{"y": TOP + plot_h * (1 - i / 4), "label": f"{hi * i / 4:.3g}"} for i in range(5)]
+    return Chart(name, unit, [s], y_ticks, _x_ticks(runs, xs, most=5), width=SMALL_WIDTH, height=SMALL_HEIGHT,
+                 plot_w=SMALL_WIDTH - LEFT - RIGHT, plot_h=plot_h)
+
+
+def _nice(x: float) -> float:
+    """The smallest 1/2/5 x 10^k at or above x."""
+    if x <= 0:
+        return 0.0
+    exp = 10 ** math.floor(math.log10(x))
+    for m in (1, 2, 5, 10):
+        if x <= m * exp:
+            return m * exp
+    return 10 * exp
+
+
+@dataclass
+class Timeline:
+    lanes: list[dict[str, Any]]
+    span_us: float
+    ticks: list[dict[str, Any]]
+    width: int
+    height: int
+    left: int
+    plot_w: int
+    lane_h: int
+    shown: int
+    total: int
+
+
+def lanes_timeline(lanes: list[dict[str, Any]]) -> Timeline | None:
+    """Per-core task bars from lanes.json: [{core, type AIC|AIV, tasks: [[start_us, end_us, taskId]]}]."""
+    rows = [lane for lane in lanes if isinstance(lane, dict) and lane.get("tasks")]
+    rows.sort(key=lambda lane: (lane.get("type") != "AIC", _core_index(lane.get("core", ""))))
+    spans = [(t[0], t[1]) for lane in rows for t in lane["tasks"] if len(t) >= 2 and _finite(t[0]) and _finite(t[1])]
+    if not spans:
+        return None
+    t0, t1 = min(s for s, _ in spans), max(e for _, e in spans)
+    span = max(t1 - t0, 1e-9)
+    left, width, lane_h = 70, WIDTH, 18
+    plot_w = width - left - 40  # room for the last tick's label
+    total, shown, out = len(spans), 0, []
+    for i, lane in enumerate(rows):
+        bars = []
+        for task in lane["tasks"]:
+            if shown >= MAX_LANE_BARS or len(task) < 2 or not (_finite(task[0]) and _finite(task[1])):
+                continue
+            start, end = task[0], task[1]
+            x = left + plot_w * (start - t0) / span
+            w = max(plot_w * (end - start) / span, 1.0)
+            tid = task[2] if len(task) > 2 else "?"
+            bars.append({"x": x, "w": w, "title": f"{lane.get('core')} · task {tid} · "
+                                                  f"{start - t0:.3g}–{end - t0:.3g} µs ({end - start:.3g} µs)"})
+            shown += 1
+        out.append({"core": str(lane.get("core", "?")), "type": lane.get("type", ""), "y": 6 + i * lane_h,
+                    "bars": bars})
+    height = 6 + len(out) * lane_h + 26
+    ticks = [{"x": left + plot_w * i / 4, "label": f"{span * i / 4:.3g}"} for i in range(5)]
+    return Timeline(out, span, ticks, width, height, left, plot_w, lane_h, shown, total)
+
+
+def _core_index(core: str) -> int:
+    tail = core.rsplit("_", 1)[-1]
+    return int(tail) if tail.isdigit() else 0

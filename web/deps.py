@@ -1,0 +1,38 @@
+"""Shared pieces of the dashboard's views: templates and who is looking.
+
+The session, settings, blob store and auth are the API's own dependencies (server.api.deps,
+server.auth): one commit point, one token check.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+
+from server.auth import ANONYMOUS, Caller, require
+from web import format as fmt
+
+HERE = Path(__file__).parent
+templates_dir = HERE / "templates"
+
+templates = Jinja2Templates(directory=templates_dir)
+templates.env.filters.update(fmt.FILTERS)
+templates.env.globals["FLAG_EXPLANATION"] = (
+    "The simulator does not write outputs on CPU hosts, so this is not a kernel defect.")
+
+Reader = Annotated[Caller, Depends(require("read"))]
+Submitter = Annotated[Caller, Depends(require("submit"))]
+
+
+def viewer(caller: Caller | None) -> Caller | None:
+    """The caller to show in the header (nobody, for anonymous readers)."""
+    return None if caller is None or caller is ANONYMOUS else caller
+
+
+def render(request: Request, template: str, caller: Caller | None, status_code: int = 200,
+           **context: Any) -> HTMLResponse:
+    return templates.TemplateResponse(request, template, {"viewer": viewer(caller), **context},
+                                      status_code=status_code)

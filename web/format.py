@@ -1,0 +1,152 @@
+"""Jinja filters: numbers with sensible significant digits, diff magnitudes, durations, times."""
+from __future__ import annotations
+
+import math
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from markupsafe import Markup, escape
+
+# A SIM output is leftover memory on CPU hosts; past this the "diff" is noise, not a measurement.
+GARBAGE_ABS_DIFF = 1e6
+SIM_GARBAGE_VERDICTS = ("sim_output_unwritten", "sim_garbage_graph_ok")
+SIM_BROKEN_VERDICTS = ("structural_error", "crash", "timeout", "not_run")
+
+
+def sig(value: Any, digits: int = 3) -> str:
+    """A number with `digits` significant digits: 0.000123 -> 1.23e-4, 1234.5 -> 1.23e+3 -> '1230'."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return str(value)
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    if x == 0:
+        return "0"
+    if x == int(x) and abs(x) < 1e6:
+        return f"{int(x):,}"
+    if 1e-3 <= abs(x) < 1e6:
+        return f"{x:.{digits}g}"
+    mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def magnitude(value: Any) -> str:
+    """The order of magnitude, as '10^31'; '0' for an exact match."""
+    if value is None:
+        return "—"
+    x = float(value)
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "∞"
+    if x == 0:
+        return "0"
+    return f"10^{math.floor(math.log10(abs(x)))}"
+
+
+def sim_diff(result: Any) -> dict[str, Any]:
+    """How to show a SIM result's diff: text, whether it is garbage, and a title explaining it.
+
+    `result` is anything with max_abs_diff, nan_count, output_written and verdict (a CaseResult,
+    or an operator summary adapted by the view).
+    """
+    if result is None:
+        return {"text": "—", "garbage": False, "nan": 0, "title": "no SIM result"}
+    diff = getattr(result, "max_abs_diff", None)
+    nan = int(getattr(result, "nan_count", None) or 0)
+    verdict = getattr(result, "verdict", None)
+    unwritten = getattr(result, "output_written", None) is False or verdict in SIM_GARBAGE_VERDICTS
+    huge = diff is not None and (math.isnan(diff) or math.isinf(diff) or abs(diff) >= GARBAGE_ABS_DIFF)
+    # An exact match is evidence, not garbage (a fake pass matches because the kernel never ran).
+    exact = diff == 0 and not nan
+    garbage = bool(diff is not None or nan) and (unwritten or huge) and not exact and verdict != "suspect_fake_pass"
+    if verdict in SIM_BROKEN_VERDICTS and diff is None:
+        return {"text": "—", "garbage": False, "nan": 0, "title": f"SIM {verdict}: no output to compare"}
+    text = magnitude(diff) if diff is not None else ("NaN" if nan else "—")
+    title = f"max |diff| = {sig(diff)}" if diff is not None else "no diff"
+    if garbage:
+        title += ("; the simulator does not write outputs on CPU hosts, so this is leftover memory, "
+                  "not a kernel defect")
+    return {"text": text, "garbage": garbage, "nan": nan, "title": title}
+
+
+def duration(seconds: Any) -> str:
+    if seconds is None:
+        return "—"
+    s = float(seconds)
+    if s < 1e-3:
+        return f"{s * 1e6:.0f} µs"
+    if s < 1:
+        return f"{s * 1e3:.3g} ms"
+    if s < 120:
+        return f"{s:.3g} s"
+    minutes, sec = divmod(round(s), 60)
+    if minutes < 120:
+        return f"{minutes} min {sec} s"
+    return f"{minutes // 60} h {minutes % 60} min"
+
+
+def percent(value: Any) -> str:
+    return "—" if value is None else f"{float(value) * 100:.3g} %"
+
+
+def iso(value: datetime | None) -> str:
+    """ISO-8601 in UTC for <time datetime>; naive datetimes from SQLite are UTC."""
+    if value is None:
+        return ""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat(timespec="seconds")
+
+
+def utc_text(value: datetime | None) -> str:
+    """The no-JS fallback text of a <time>: UTC, minutes precision."""
+    if value is None:
+        return "—"
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def label(verdict: str | None) -> str:
+    """A verdict id as words: sim_garbage_npu_ok -> 'sim garbage, npu ok'."""
+    if not verdict:
+        return "—"
+    words = {"sim_garbage_npu_ok": "SIM garbage · NPU ok", "sim_garbage_graph_ok": "SIM garbage · graph ok",
+             "sim_only_error": "SIM-only error", "npu_only_fail": "NPU-only fail",
+             "sim_output_unwritten": "SIM output unwritten", "graph_fail": "graph fail"}
+    return words.get(verdict, verdict.replace("_", " "))
+
+
+def slug(case: str) -> str:
+    """An HTML id for a case: case-<safe chars>."""
+    return "case-" + re.sub(r"[^A-Za-z0-9_-]+", "-", str(case))[:120]
+
+
+def structure(verdict: str | None) -> dict[str, str]:
+    """The SIM structure column: did the kernel compile and run?"""
+    if verdict is None:
+        return {"text": "—", "css": "muted", "title": "no SIM result"}
+    if verdict in SIM_BROKEN_VERDICTS:
+        return {"text": "✗ " + label(verdict), "css": "bad", "title": f"SIM: {verdict}"}
+    if verdict == "suspect_fake_pass":
+        return {"text": "✗ fake pass", "css": "bad", "title": "the result cannot have come from the kernel"}
+    return {"text": "✓ runs", "css": "ok", "title": f"SIM compiled and ran the kernel ({label(verdict)})"}
+
+
+def ticks(text: Any) -> Markup:
+    """Escape, then show `backticked` spans (the diagnosis rules' convention) as <code>."""
+    escaped = str(escape(str(text or "")))
+    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped))
+
+
+FILTERS = {"ticks": ticks, "sim_diff_of": sim_diff, "slug": slug, "structure": structure, "sig": sig, "magnitude": magnitude, "duration": duration, "percent": percent, "iso": iso,
+           "utc_text": utc_text, "verdict_label": label}

@@ -1,0 +1,18 @@
+"""The job page: stages, metrics and verdicts, diagnosis cards, lint, logs, the cost-model timeline."""
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+
+from server.api.deps import BlobsDep, SessionDep
+from web import jobpage
+from web.deps import Reader, render
+from web.errors import HtmlRoute
+
+router = APIRouter(route_class=HtmlRoute)
+REFRESH_S = 5  # the no-JavaScript page reloads this often while its job runs
+
+
+@router.get("/jobs/{job_id}", response_class=HTMLResponse, name="job")
+def job_page(request: Request, job_id: int, session: SessionDep, blobs: BlobsDep, caller: Reader) -> HTMLResponse:
+    return render(request, "job.html", caller, refresh_s=REFRESH_S, **jobpage.build(session, blobs, job_id))

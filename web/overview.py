@@ -1,0 +1,66 @@
+"""The overview: the operator matrix, verdict counts, filters and pagination."""
+from __future__ import annotations
+
+from datetime import timedelta
+from types import SimpleNamespace
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse
+
+from server.api.deps import SessionDep
+from server.errors import InvalidInput
+from server.models.base import utcnow
+from server.services import queries
+from server.services.combined import COMBINED, FLAGGED
+from web import format as fmt
+from web.deps import Reader, render
+from web.errors import HtmlRoute
+
+router = APIRouter(route_class=HtmlRoute)
+PER_PAGE_CHOICES = (25, 50, 100, 200)
+SINCE = {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7), "30d": timedelta(days=30)}
+
+
+def operator_row(op: Any, cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """What one matrix row shows, from the operator's denormalized state and its cases."""
+    sims = [c["sim"] for c in cases if c["sim"] is not None]
+    summary = SimpleNamespace(max_abs_diff=op.sim_max_abs_diff, verdict=op.sim_verdict,
+                              nan_count=sum(r.nan_count or 0 for r in sims),
+                              output_written=False if sims and all(r.output_written is False for r in sims) else None)
+    return {"op": op, "cases": [dict(c, sim_diff=fmt.sim_diff(c["sim"])) for c in cases],
+            "sim_diff": fmt.sim_diff(summary if op.latest_sim_job_id else None),
+            "flagged": op.combined_verdict in FLAGGED}
+
+
+@router.get("/", response_class=HTMLResponse, name="overview")
+def overview(request: Request, session: SessionDep, caller: Reader,
+             verdict: Annotated[list[str], Query()] = [],  # noqa: B006 - FastAPI copies defaults
+             mode: str = "", branch: str = "", author: str = "", since: str = "", q: str = "",
+             page: Annotated[int, Query(ge=1, le=100_000)] = 1,
+             per_page: Annotated[int, Query(ge=1, le=queries.MAX_PAGE)] = 50) -> HTMLResponse:
+    """Real defects first (list_operators orders by verdict severity), then flagged, then the rest."""
+    if since and since not in SINCE:
+        raise InvalidInput(f"unknown time window {since!r}; use one of {', '.join(SINCE)}")
+    f = queries.OperatorFilter(verdict=[v for v in verdict if v], q=q.strip(), mode=mode or None,
+                               branch=branch.strip() or None, author=author.strip() or None,
+                               since=utcnow() - SINCE[since] if since else None)
+    operators, total = queries.list_operators(session, f, limit=per_page, offset=(page - 1) * per_page)
+    cases = queries.case_summaries(session, [op.id for op in operators])
+    params = {"verdict": f.verdict, "mode": mode, "branch": branch, "author": author, "since": since, "q": q,
+              "per_page": per_page if per_page != 50 else ""}
+    pages = max(1, -(-total // per_page))
+    return render(request, "overview.html", caller,
+                  rows=[operator_row(op, cases.get(op.id, [])) for op in operators], total=total,
+                  counts=queries.verdict_counts(session), verdicts=COMBINED, flagged=FLAGGED, f=f,
+                  params=params, mode=mode, since=since, since_choices=list(SINCE), page=page, pages=pages,
+                  per_page=per_page, per_page_choices=PER_PAGE_CHOICES, labels=queries.label_values(session),
+                  page_url=lambda n: "/?" + _query(params, page=n),
+                  verdict_url=lambda v: "/?" + _query(params, verdict=[v], page=1))
+
+
+def _query(params: dict[str, Any], **changes: Any) -> str:
+    merged = {**params, **changes}
+    return urlencode([(k, v) for k, vs in merged.items() for v in (vs if isinstance(vs, list) else [vs])
+                      if v not in ("", None) and not (k == "page" and v == 1)])

@@ -1,0 +1,123 @@
+// Progressive enhancement only: every page works without this file.
+(function () {
+  "use strict";
+  var FINISHED = ["succeeded", "failed", "error", "cancelled", "timeout"];
+  var POLL_MS = 1500;
+
+  // Timestamps in the viewer's local time (the server writes UTC text as the fallback).
+  function localiseTimes(root) {
+    var opts = {month: "short", day: "numeric", hour: "2-digit", minute: "2-digit"};
+    var thisYear = new Intl.DateTimeFormat(undefined, opts);
+    var otherYear = new Intl.DateTimeFormat(undefined, Object.assign({year: "numeric"}, opts));
+    var now = new Date();
+    root.querySelectorAll("time[data-local]").forEach(function (el) {
+      var d = new Date(el.getAttribute("datetime"));
+      if (isNaN(d)) { return; }
+      el.title = el.textContent;  // the UTC text stays one hover away
+      el.textContent = (d.getFullYear() === now.getFullYear() ? thisYear : otherYear).format(d);
+    });
+  }
+
+  function getJob(id) {
+    return fetch("/api/v1/jobs/" + id, {credentials: "same-origin", headers: {"Accept": "application/json"}})
+      .then(function (r) { if (!r.ok) { throw new Error("HTTP " + r.status); } return r.json(); });
+  }
+
+  function describe(job) {
+    if (job.status === "queued") {
+      return "queued" + (job.queue_position ? " · position " + job.queue_position + " in the " + job.queue + " queue" : "");
+    }
+    if (job.status === "running") {
+      var p = job.progress || {};
+      return "running" + (p.total ? " · case " + (p.done || 0) + "/" + p.total + (p.case ? " (" + p.case + ")" : "") : "");
+    }
+    return job.status;
+  }
+
+  // Job page: follow the job until it finishes, then show the results.
+  function followJobPage(live) {
+    var id = live.getAttribute("data-job");
+    var text = document.getElementById("live-text");
+    var bar = document.getElementById("live-progress");
+    var status = document.getElementById("job-status");
+    function tick() {
+      getJob(id).then(function (job) {
+        if (FINISHED.indexOf(job.status) >= 0) { window.location.reload(); return; }
+        text.textContent = describe(job).replace(/^./, function (c) { return c.toUpperCase(); }) + ". This page updates by itself.";
+        status.textContent = job.status;
+        status.className = "status st-" + job.status;
+        var p = job.progress || {};
+        if (p.total) { bar.max = p.total; bar.value = p.done || 0; }
+        setTimeout(tick, POLL_MS);
+      }).catch(function () { setTimeout(tick, POLL_MS * 4); });
+    }
+    setTimeout(tick, POLL_MS);
+  }
+
+  // Submit page: post through the API, then watch each job live; open the results when all finish.
+  function enhanceSubmit(form) {
+    var panel = document.getElementById("submit-progress");
+    var message = document.getElementById("submit-message");
+    var list = document.getElementById("submit-jobs");
+    var button = document.getElementById("submit-button");
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      button.disabled = true;
+      panel.hidden = false;
+      message.textContent = "Uploading…";
+      list.innerHTML = "";
+      fetch("/api/v1/submissions", {method: "POST", body: new FormData(form), credentials: "same-origin",
+                                     headers: {"Accept": "application/json"}})
+        .then(function (r) {
+          return r.json().then(function (body) { return {ok: r.ok, status: r.status, body: body}; },
+                               function () { return {ok: r.ok, status: r.status, body: {}}; });
+        })
+        .then(function (res) {
+          if (!res.ok) {
+            message.textContent = "Not submitted: " + (res.body.detail || ("HTTP " + res.status));
+            message.className = "alert"; button.disabled = false; return;
+          }
+          message.className = "";
+          message.textContent = "Submission #" + res.body.submission_id + " accepted. Watching its jobs…";
+          watch(res.body.jobs || []);
+        })
+        .catch(function () { form.submit(); });  // no API reachable from JS: fall back to the plain POST
+    });
+
+    function watch(jobs) {
+      var items = {};
+      jobs.forEach(function (job) {
+        var li = document.createElement("li");
+        var a = document.createElement("a");
+        a.href = "/jobs/" + job.id; a.textContent = "Job #" + job.id + " " + job.mode.toUpperCase();
+        var s = document.createElement("span");
+        s.className = "job-state"; s.textContent = " · " + job.status;
+        li.appendChild(a); li.appendChild(s); list.appendChild(li);
+        items[job.id] = {state: s, done: false};
+      });
+      function tick() {
+        var pending = jobs.filter(function (j) { return !items[j.id].done; });
+        if (!pending.length) {
+          message.textContent = "Finished. Opening the results…";
+          window.location.href = "/jobs/" + jobs[0].id;
+          return;
+        }
+        Promise.all(pending.map(function (j) {
+          return getJob(j.id).then(function (job) {
+            items[j.id].state.textContent = " · " + describe(job);
+            items[j.id].done = FINISHED.indexOf(job.status) >= 0;
+          });
+        })).then(function () { setTimeout(tick, POLL_MS); }, function () { setTimeout(tick, POLL_MS * 4); });
+      }
+      tick();
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    localiseTimes(document);
+    var live = document.getElementById("live");
+    if (live) { followJobPage(live); }
+    var form = document.getElementById("submit-form");
+    if (form && window.fetch && window.FormData) { enhanceSubmit(form); }
+  });
+})();

@@ -1,0 +1,43 @@
+"""Submit: upload a package or .py and watch it run. A plain form POST works without JavaScript."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from server.api.deps import (
+    BlobsDep,
+    ProducerDep,
+    SessionDep,
+    SettingsDep,
+    enqueue_after_commit,
+)
+from server.api.submissions import parse_submission
+from server.services import submissions
+from web.deps import Submitter, render
+from web.errors import HtmlRoute
+
+router = APIRouter(route_class=HtmlRoute)
+
+
+@router.get("/submit", response_class=HTMLResponse, name="submit")
+def submit_form(request: Request, caller: Submitter, settings: SettingsDep) -> HTMLResponse:
+    return render(request, "submit.html", caller, modes=submissions.MODES,
+                  max_upload_mb=settings.max_upload_bytes / 1024 / 1024)
+
+
+@router.post("/submit", name="submit_post")
+def submit(caller: Submitter, session: SessionDep, settings: SettingsDep, blobs: BlobsDep, producer: ProducerDep,
+           new: Annotated[submissions.NewSubmission, Depends(parse_submission)]) -> RedirectResponse:
+    """The same parsing and service as POST /api/v1/submissions; then to the first job's page.
+
+    Cookie auth on a form POST: the crosscheck_token cookie is SameSite=Lax, so another site's
+    form cannot make the browser send it (no cross-site request forgery of submissions).
+    """
+    new.submitted_by = caller.name
+    _sub, jobs, created = submissions.create(session, blobs, settings, new)
+    if created:
+        for job in jobs:
+            enqueue_after_commit(session, producer, job)
+    return RedirectResponse(f"/jobs/{jobs[0].id}", status_code=303)

@@ -1,0 +1,112 @@
+"""API read latency at scale (issue 4's benchmark): 1k operators x 100 jobs x 10 cases = 1M case results.
+
+Seeds a dedicated PostgreSQL database (bench/dashboard.py's bulk seeding), then times, in process
+(routing, auth, queries, serialization; no network), p50 and p99 of /operators,
+/operators/{name}/history and a filtered /cases. Target: p99 <= 100 ms.
+
+    python bench/api.py                      # the full 1M rows on PostgreSQL (a few minutes to seed)
+    python bench/api.py --operators 100 --jobs 10 --requests 20   # a quick look
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, text
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH.parent))
+sys.path.insert(0, str(BENCH))
+
+from dashboard import PG_ADMIN_URL, seed  # noqa: E402
+
+from server.config import Settings  # noqa: E402
+from server.migrate import upgrade  # noqa: E402
+from server.services import tokens  # noqa: E402
+
+PG_DB = "crosscheck_bench_api"
+TARGET_P99_MS = 100.0
+
+
+def measure(settings: Settings, requests: int, operators: int) -> list[tuple[str, list[float]]]:
+    from fastapi.testclient import TestClient
+
+    from server.main import create_app
+
+    app = create_app(settings, start_sweeper=False)
+    with app.state.sessionmaker() as session:
+        secret = tokens.create(session, "bench", ["read"])[1]
+        session.commit()
+        name = session.scalar(text("SELECT name FROM operators WHERE id = :id"), {"id": max(1, operators // 2)})
+    urls = ["/api/v1/operators", "/api/v1/operators?verdict=kernel_defect&verdict=structural_error&limit=50",
+            f"/api/v1/operators/{name}/history", f"/api/v1/operators/{name}/history?mode=sim",
+            "/api/v1/cases?verdict=pass&mode=npu&limit=100", f"/api/v1/cases?operator={name}&mode=sim&limit=100",
+            "/api/v1/cases?branch=main&limit=100"]
+    server_ms: list[float] = []
+
+    async def timed(scope: Any, receive: Any, send: Any) -> None:
+        start = time.perf_counter()
+        await app(scope, receive, send)
+        if scope["type"] == "http":
+            server_ms.append((time.perf_counter() - start) * 1000)
+
+    out = []
+    with TestClient(timed) as client:
+        client.headers["Authorization"] = f"Bearer {secret}"
+        for url in urls:
+            for _ in range(3):
+                assert client.get(url).status_code == 200, url
+            server_ms.clear()
+            cursor_urls = [url]
+            for i in range(requests):
+                response = client.get(cursor_urls[-1] if i % 2 else url)
+                assert response.status_code == 200, (url, response.text[:300])
+                nxt = response.json().get("next_cursor") if "/cases" in url else None
+                if nxt:
+                    cursor_urls.append(f"{url}&cursor={nxt}")  # also time deeper pages
+            out.append((url, list(server_ms)))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--operators", type=int, default=1000)
+    ap.add_argument("--jobs", type=int, default=100)
+    ap.add_argument("--cases", type=int, default=10)
+    ap.add_argument("--requests", type=int, default=100)
+    args = ap.parse_args()
+    admin = create_engine(PG_ADMIN_URL.replace("postgresql://", "postgresql+psycopg://"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"DROP DATABASE IF EXISTS {PG_DB} WITH (FORCE)"))
+        conn.execute(text(f"CREATE DATABASE {PG_DB}"))
+    url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{PG_DB}"
+    ok = True
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-api-") as tmp:
+            settings = Settings(data_dir=Path(tmp), database_url=url)
+            upgrade(settings.resolved_database_url)
+            seed(settings.resolved_database_url, args.operators, args.jobs, args.cases)
+            print(f"\n| {'endpoint':<78} | {'p50 ms':>7} | {'p99 ms':>7} | ok  |")
+            print(f"|{'-' * 80}|{'-' * 9}|{'-' * 9}|-----|")
+            for endpoint, times in measure(settings, args.requests, args.operators):
+                p50 = statistics.median(times)
+                p99 = statistics.quantiles(times, n=100)[98]
+                ok &= p99 <= TARGET_P99_MS
+                print(f"| {endpoint[:78]:<78} | {p50:7.1f} | {p99:7.1f} | {'yes' if p99 <= TARGET_P99_MS else 'NO':<3} |")
+    finally:
+        from server import db
+
+        db.reset_caches()
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS {PG_DB} WITH (FORCE)"))
+        admin.dispose()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,241 @@
+"""`crosscheck submit`: upload a submission to a server, optionally wait and print the verdicts.
+
+With --wait the output and exit code are those of `crosscheck run`: 0 when every case is
+acceptable for its mode, 1 otherwise, 2 when the input (or the server) is unusable.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import sys
+import time
+import uuid
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from rich.console import Console
+from rich.markup import escape
+
+from server.commands import local
+
+EXIT_OK, EXIT_FAIL, EXIT_UNUSABLE = 0, 1, 2
+DEFAULT_SERVER = "http://127.0.0.1:8000"
+UPLOAD_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".py")
+SKIP_DIRS = {"__pycache__", ".git", "output", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
+ZIP_EPOCH = (2020, 1, 1, 0, 0, 0)
+POLL_S = 1.0
+FINISHED = ("succeeded", "failed", "error", "cancelled", "timeout")
+TRANSIENT_TRIES = 5  # while waiting, ride out a server restart of a few seconds
+
+
+class Unusable(Exception):
+    """Exit code 2 with this message: bad input, a refused request, or no server."""
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("submit", help="upload a submission to a PTO Crosscheck server")
+    p.add_argument("path", type=Path, help="operator package (folder, .zip, .tar.gz) or a .py script")
+    p.add_argument("--server", default=os.environ.get("CROSSCHECK_SERVER", DEFAULT_SERVER),
+                   help=f"server URL (default: $CROSSCHECK_SERVER or {DEFAULT_SERVER})")
+    p.add_argument("--token", default=None,
+                   help="API token (default: $CROSSCHECK_TOKEN, else the admin token in $DATA_DIR/tokens.json)")
+    p.add_argument("--mode", action="append", choices=["sim", "npu"], default=[], help="repeatable; default sim")
+    p.add_argument("--case", action="append", default=[], metavar="ID", help="run only this case (repeatable)")
+    p.add_argument("--operator", default=None, help="operator name (default: the package's op_name)")
+    p.add_argument("--branch", default=None)
+    p.add_argument("--commit", default=None)
+    p.add_argument("--author", default=None)
+    p.add_argument("--wait", action="store_true", help="wait for the jobs and print their reports")
+    p.add_argument("--timeout", type=float, default=None, metavar="S", help="give up waiting after S seconds")
+    p.add_argument("--json", type=Path, metavar="FILE", help="write the jobs (and reports) as JSON ('-': stdout)")
+    p.set_defaults(func=run)
+
+
+def bundle(path: Path) -> tuple[str, bytes]:
+    """(filename, bytes) to upload: a folder as a deterministic zip, a file as it is."""
+    if path.is_dir():
+        return f"{path.resolve().name}.zip", zip_folder(path)
+    if path.is_file():
+        if not path.name.lower().endswith(UPLOAD_SUFFIXES):
+            raise Unusable(f"{path}: upload an operator package (folder, .zip, .tar.gz) or a .py script")
+        return path.name, path.read_bytes()
+    raise Unusable(f"{path}: no such file or folder")
+
+
+def zip_folder(folder: Path) -> bytes:
+    """The same files always give the same bytes (fixed order, times and modes), so the same sha256."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for file in sorted(folder.rglob("*")):
+            rel = file.relative_to(folder)
+            if not file.is_file() or SKIP_DIRS & set(rel.parts[:-1]) or file.suffix == ".pyc":
+                continue
+            info = zipfile.ZipInfo(rel.as_posix(), ZIP_EPOCH)
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, file.read_bytes())
+    return buf.getvalue()
+
+
+def resolve_token(explicit: str | None) -> str | None:
+    return explicit or os.environ.get("CROSSCHECK_TOKEN") or local.read_tokens(local.data_dir_from_env()).get("admin")
+
+
+@dataclass
+class Server:
+    http: httpx.Client
+    url: str
+
+    def call(self, method: str, path: str, tries: int = 1, **kwargs: Any) -> httpx.Response:
+        for attempt in range(tries):
+            try:
+                response = self.http.request(method, "/api/v1" + path, **kwargs)
+            except httpx.TransportError as exc:
+                if attempt + 1 < tries:
+                    time.sleep(POLL_S * (attempt + 1))
+                    continue
+                raise Unusable(f"cannot reach the server at {self.url}: {exc}") from None
+            if response.status_code >= 500 and attempt + 1 < tries:
+                time.sleep(POLL_S * (attempt + 1))
+                continue
+            if response.status_code >= 400:
+                raise Unusable(f"the server refused {method} {path} (HTTP {response.status_code}): "
+                               f"{_detail(response)}")
+            return response
+        raise AssertionError("unreachable")
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        detail = response.json().get("detail", response.text)
+    except ValueError:
+        return response.text[:500]
+    if isinstance(detail, list):  # FastAPI validation errors
+        return "; ".join(f"{'.'.join(str(x) for x in d.get('loc', []))}: {d.get('msg')}" for d in detail)
+    return str(detail)
+
+
+def run(args: argparse.Namespace) -> int:
+    err = Console(stderr=True)
+    try:
+        return _run(args, err)
+    except Unusable as exc:
+        err.print(f"[bold red]error:[/] {escape(str(exc))}")
+        return EXIT_UNUSABLE
+
+
+def _run(args: argparse.Namespace, err: Console) -> int:
+    filename, data = bundle(args.path)
+    token = resolve_token(args.token)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    with httpx.Client(base_url=args.server.rstrip("/"), headers=headers, timeout=60.0) as http:
+        server = Server(http, args.server)
+        form: dict[str, str | list[str]] = {"modes": list(dict.fromkeys(args.mode or ["sim"])), "cases": args.case}
+        form.update({k: v for k, v in (("operator", args.operator), ("branch", args.branch),
+                                       ("commit", args.commit), ("author", args.author)) if v})
+        # One key for this invocation: a retried upload cannot create a second submission.
+        key = uuid.uuid4().hex
+        accepted = server.call("POST", "/submissions", tries=3, data=form, files={"file": (filename, data)},
+                               headers={"Idempotency-Key": key}).json()
+        jobs = accepted["jobs"]
+        err.print(f"submission {accepted['submission_id']}: " + ", ".join(
+            f"job {j['id']} ({j['mode']})" for j in jobs))
+        if not args.wait:
+            _write_json(args.json, {"submission_id": accepted["submission_id"], "jobs": jobs})
+            return EXIT_OK
+        finished = _wait(server, [j["id"] for j in jobs], err, args.timeout)
+        if finished is None:
+            return EXIT_FAIL
+        return _report(server, accepted["submission_id"], finished, args.json)
+
+
+def _state(job: dict[str, Any]) -> str:
+    status = str(job["status"])
+    if status == "queued":
+        pos = job.get("queue_position")
+        return f"queued (position {pos} in {job['queue']})" if pos else "queued"
+    if status == "running":
+        p = job.get("progress") or {}
+        if p.get("total"):
+            last = f", last {p.get('case')}: {p.get('verdict')}" if p.get("case") else ""
+            return f"running case {min(int(p.get('done', 0)) + 1, int(p['total']))}/{p['total']}{last}"
+        return f"running on {job.get('worker') or 'a worker'}"
+    return status
+
+
+def _wait(server: Server, ids: list[int], err: Console, timeout_s: float | None) -> list[dict[str, Any]] | None:
+    """Poll until every job finished; the jobs, or None after --timeout."""
+    from rich.live import Live
+    from rich.table import Table
+
+    deadline = time.monotonic() + timeout_s if timeout_s else None
+    last: dict[int, str] = {}
+
+    def table(jobs: list[dict[str, Any]]) -> Table:
+        t = Table(show_header=False, box=None)
+        for j in jobs:
+            t.add_row(f"job {j['id']}", j["mode"], escape(_state(j)))
+        return t
+
+    with Live(console=err, auto_refresh=False, transient=True) as live:
+        while True:
+            jobs = [server.call("GET", f"/jobs/{i}", tries=TRANSIENT_TRIES).json() for i in ids]
+            if err.is_terminal:
+                live.update(table(jobs), refresh=True)
+            else:
+                for j in jobs:  # a plain log line per change when not on a terminal
+                    if last.get(j["id"]) != _state(j):
+                        last[j["id"]] = _state(j)
+                        err.print(f"job {j['id']} ({j['mode']}): {escape(_state(j))}")
+            if all(j["status"] in FINISHED for j in jobs):
+                return jobs
+            if deadline is not None and time.monotonic() > deadline:
+                err.print(f"[bold red]error:[/] gave up waiting after {timeout_s:.0f} s; the jobs go on")
+                return None
+            time.sleep(POLL_S)
+
+
+def _report(server: Server, submission_id: int, jobs: list[dict[str, Any]], json_path: Path | None) -> int:
+    from runtime import verdicts
+    from runtime.console import print_report
+    from runtime.report import from_dict
+
+    out = Console(stderr=json_path is not None and str(json_path) == "-")
+    err = Console(stderr=True)
+    code = EXIT_OK
+    dump = []
+    for job in jobs:
+        report = None
+        has_report = job["status"] in ("succeeded", "failed") or job.get("summary")  # a cancelled job may have one
+        if has_report:
+            report = server.call("GET", f"/jobs/{job['id']}/report", tries=TRANSIENT_TRIES).json()
+        dump.append({**job, "report": report})
+        if report is not None:
+            print_report(from_dict(report), out)
+            if not report.get("cases") or not all(verdicts.acceptable(c["verdict"], report["mode"])
+                                                  for c in report["cases"]):
+                code = max(code, EXIT_FAIL)
+        if job["status"] == "error":
+            err.print(f"[bold red]job {job['id']} ({job['mode']}): error:[/] {escape(job.get('error') or '')}")
+            code = EXIT_UNUSABLE
+        elif job["status"] in ("cancelled", "timeout"):
+            err.print(f"[bold red]job {job['id']} ({job['mode']}): {job['status']}[/]"
+                      + (f": {escape(job['error'])}" if job.get("error") else ""))
+            code = max(code, EXIT_FAIL)
+    _write_json(json_path, {"submission_id": submission_id, "jobs": dump})
+    return code
+
+
+def _write_json(path: Path | None, data: dict[str, Any]) -> None:
+    if path is None:
+        return
+    text = json.dumps(data, indent=2, default=str)
+    if str(path) == "-":
+        sys.stdout.write(text + "\n")
+    else:
+        path.write_text(text)

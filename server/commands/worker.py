@@ -1,0 +1,76 @@
+"""`crosscheck worker`: start a Celery worker for the sim and/or npu queue.
+
+The server package never imports worker modules: the worker runs as `python -m celery -A
+worker.app worker` in a child process, configured through the environment (server.config).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from server.commands import local
+
+QUEUES = ("sim", "npu")
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("worker", help="run a worker that verifies queued jobs")
+    p.add_argument("--queue", action="append", choices=QUEUES, default=[], metavar="sim|npu",
+                   help="queue to consume (repeatable; default: sim)")
+    p.add_argument("--concurrency", type=int, default=1, metavar="N", help="jobs at a time (one warm parent each)")
+    p.add_argument("--name", default=None, help="worker name (default: <queues>@<host>)")
+    p.add_argument("--loglevel", default="INFO")
+    p.set_defaults(func=run)
+
+
+def celery_command(queues: list[str], concurrency: int = 1, name: str | None = None,
+                   loglevel: str = "INFO") -> list[str]:
+    """The worker's command line. Gossip, mingle and the event heartbeat are broadcast features the
+    embedded SQLite broker does not serve; the worker posts its own heartbeat to the API instead."""
+    node = name or f"{'+'.join(queues)}@%h"
+    if "@" not in node:
+        node += "@%h"
+    return [sys.executable, "-m", "celery", "-A", "worker.app", "worker", "--loglevel", loglevel,
+            "-Q", ",".join(queues), "--concurrency", str(concurrency), "--hostname", node, "--pool", "prefork",
+            "--without-gossip", "--without-mingle", "--without-heartbeat"]
+
+
+def worker_environment(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The worker's environment: a token from tokens.json when WORKER_TOKEN is unset (local setups)."""
+    env = dict(os.environ if env is None else env)
+    if not env.get("WORKER_TOKEN"):
+        token = local.read_tokens(local.data_dir_from_env(env)).get("worker")
+        if token:
+            env["WORKER_TOKEN"] = token
+    return env
+
+
+def npu_refusal(queues: list[str]) -> str | None:
+    """Why this host cannot consume the npu queue, or None."""
+    if "npu" not in queues:
+        return None
+    from runtime.errors import NO_NPU_MESSAGE
+    from runtime.host import npu_status
+
+    available, why = npu_status()
+    return None if available else f"{NO_NPU_MESSAGE} ({why})"
+
+
+def run(args: argparse.Namespace) -> int:
+    queues = list(dict.fromkeys(args.queue or ["sim"]))
+    refusal = npu_refusal(queues)
+    if refusal:
+        print(f"error: cannot start an npu worker: {refusal}", file=sys.stderr)
+        return 2
+    if args.concurrency < 1:
+        print("error: --concurrency must be at least 1", file=sys.stderr)
+        return 2
+    env = worker_environment()
+    if not env.get("WORKER_TOKEN"):
+        print("error: WORKER_TOKEN is not set (create one with `crosscheck token create --scope worker`)",
+              file=sys.stderr)
+        return 2
+    # A session of its own: a terminal's Ctrl-C reaches Celery once, through us, not twice.
+    proc = local.start(celery_command(queues, args.concurrency, args.name, args.loglevel), env)
+    return local.wait_forwarding_signals(proc)

@@ -1,0 +1,134 @@
+"""`crosscheck up` and `crosscheck submit` as a user runs them: real processes, a temp data dir."""
+from __future__ import annotations
+
+import json
+import signal
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from runtime import calculator
+from tests.conftest import EXAMPLES, REPO
+from tests.e2e.conftest import (
+    JOB_DEADLINE_S,
+    START_DEADLINE_S,
+    Stack,
+    alive,
+    clean_env,
+    descendants,
+    free_port,
+    kill_all,
+)
+
+pytestmark = pytest.mark.slow
+
+
+@dataclass
+class Up:
+    proc: subprocess.Popen[bytes]
+    url: str
+    data_dir: Path
+    log: Path
+
+    def submit(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "server.cli", "submit", *args],
+                              env=clean_env(DATA_DIR=str(self.data_dir), COLUMNS="200"), cwd=REPO,
+                              capture_output=True,
+                              text=True, timeout=JOB_DEADLINE_S)
+
+
+@pytest.fixture(scope="module")
+def up(tmp_path_factory: pytest.TempPathFactory, calculator_cache: Path) -> Iterator[Up]:
+    """`crosscheck up` on a fresh data dir (SQLite and the embedded broker: no DATABASE_URL/BROKER_URL)."""
+    data = tmp_path_factory.mktemp("up") / "crosscheck-data"
+    log = data.parent / "up.log"
+    port = free_port()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "server.cli", "up", "--port", str(port), "--data-dir",
+                                 str(data)], env=clean_env(CACHE_DIR=str(calculator_cache)), cwd=REPO,
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+
+    def ready() -> bool:
+        if proc.poll() is not None:
+            raise AssertionError(f"crosscheck up exited: {log.read_text()[-3000:]}")
+        if "Press Ctrl-C to stop." not in log.read_text():
+            return False
+        return httpx.get(url + "/readyz", timeout=2).status_code == 200
+
+    try:
+        Stack.wait(ready, START_DEADLINE_S, "crosscheck up to be ready", log)
+        yield Up(proc, url, data, log)
+    finally:
+        if proc.poll() is None:  # a test failed before the Ctrl-C test: stop it the same way
+            tree = descendants(proc.pid)
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                kill_all([proc.pid, *tree])
+                proc.wait()
+
+
+def test_up_keeps_its_tokens_private(up: Up) -> None:
+    tokens = up.data_dir / "tokens.json"
+    assert stat.S_IMODE(tokens.stat().st_mode) == 0o600
+    assert '"admin"' in tokens.read_text() and '"worker"' in tokens.read_text()
+    assert "admin token" in up.log.read_text()
+
+
+def test_submit_wait_prints_the_run_table_and_exits_0(up: Up, calculator_cache: Path, tmp_path: Path) -> None:
+    out = tmp_path / "jobs.json"
+    done = up.submit(str(EXAMPLES / "relu"), "--server", up.url, "--wait", "--json", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    ready, _ = calculator.status(calculator_cache)
+    verdict = "sim_garbage_graph_ok" if ready else "sim_output_unwritten"
+    for case in ("relu_32x64", "relu_64x128"):
+        assert any(case in line and verdict in line for line in done.stdout.splitlines()), done.stdout
+    assert "2 case(s)" in done.stdout
+    assert "succeeded" in done.stderr
+    [job] = json.loads(out.read_text())["jobs"]
+    assert job["status"] == "succeeded" and [c["verdict"] for c in job["report"]["cases"]] == [verdict] * 2
+
+
+def test_submit_failing_kernel_exits_1(up: Up) -> None:
+    done = up.submit(str(EXAMPLES / "missing_vec_tiles"), "--server", up.url, "--wait")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "vec-tile-shape-not-set" in done.stdout
+
+
+def test_submit_bad_package_exits_2_with_a_plain_message(up: Up, tmp_path: Path) -> None:
+    bad = tmp_path / "not_an_operator"
+    bad.mkdir()
+    (bad / "notes.txt").write_text("no test_cases.json, no kernel")
+    done = up.submit(str(bad), "--server", up.url, "--wait")
+    assert done.returncode == 2
+    assert done.stderr.startswith("error:") and "HTTP 422" in done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+
+    wrong = tmp_path / "kernel.txt"
+    wrong.write_text("x")
+    done = up.submit(str(wrong), "--server", up.url)
+    assert done.returncode == 2 and "upload an operator package" in done.stderr
+
+
+def test_submit_to_an_unreachable_server_exits_2(up: Up) -> None:
+    done = up.submit(str(EXAMPLES / "relu"), "--server", f"http://127.0.0.1:{free_port()}")
+    assert done.returncode == 2
+    assert "cannot reach the server" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_up_stops_cleanly_on_ctrl_c(up: Up) -> None:
+    tree = descendants(up.proc.pid)
+    assert len(tree) >= 3, tree  # the API, Celery's main process and its pool process (and a warm parent)
+    up.proc.send_signal(signal.SIGINT)
+    assert up.proc.wait(timeout=120) == 0, up.log.read_text()[-3000:]
+    Stack.wait(lambda: not [p for p in tree if alive(p)], 30, f"the children {tree} of crosscheck up to exit")
+    assert "crosscheck up: stopped" in up.log.read_text()

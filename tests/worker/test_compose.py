@@ -1,0 +1,67 @@
+"""docker-compose.yml and the Dockerfile, checked structurally (no Docker engine runs here)."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def services() -> dict[str, Any]:
+    compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+    return dict(compose["services"])
+
+
+def _env(service: dict[str, Any]) -> dict[str, str]:
+    env = service.get("environment") or {}
+    return dict(env) if isinstance(env, dict) else dict(item.split("=", 1) for item in env)
+
+
+def test_services_exist(services: dict[str, Any]) -> None:
+    assert {"postgres", "redis", "migrate", "api", "worker-sim", "worker-npu"} <= set(services)
+
+
+def test_api_waits_for_the_migration(services: dict[str, Any]) -> None:
+    assert services["migrate"]["command"] == ["crosscheck", "db", "upgrade"]
+    assert services["api"]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert "server.main:app" in services["api"]["command"]
+    assert "/readyz" in " ".join(services["api"]["healthcheck"]["test"])
+
+
+def test_server_and_workers_are_configured_by_environment(services: dict[str, Any]) -> None:
+    for name in ("migrate", "api"):
+        env = _env(services[name])
+        assert env["DATABASE_URL"].startswith("postgresql://") and "@postgres:" in env["DATABASE_URL"]
+        assert env["BROKER_URL"].startswith("redis://redis:")
+    for name in ("worker-sim", "worker-npu"):
+        env = _env(services[name])
+        assert env["BROKER_URL"].startswith("redis://redis:")
+        assert env["API_URL"] == "http://api:8000" and "WORKER_TOKEN" in env
+        assert "DATABASE_URL" not in env  # workers reach the database only through the API
+
+
+def test_sim_workers(services: dict[str, Any]) -> None:
+    sim = services["worker-sim"]
+    assert sim["deploy"]["replicas"] == 2
+    assert sim["command"][:2] == ["crosscheck", "worker"]
+    assert sim["command"][sim["command"].index("--queue") + 1] == "sim"
+    assert "npu" not in sim["command"]
+
+
+def test_npu_worker_gets_the_devices_and_cann(services: dict[str, Any]) -> None:
+    npu = services["worker-npu"]
+    assert npu["command"][npu["command"].index("--queue") + 1] == "npu"
+    assert {"/dev/davinci0", "/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"} <= set(npu["devices"])
+    mounts = {m.split(":")[0]: m for m in npu["volumes"]}
+    for path in ("/usr/local/Ascend/driver", "/usr/local/Ascend/ascend-toolkit"):
+        assert mounts[path].endswith(":ro"), mounts
+    assert _env(npu)["ASCEND_HOME_PATH"].startswith("/usr/local/Ascend/ascend-toolkit")
+
+
+def test_dockerfile_installs_the_project() -> None:
+    text = (REPO / "Dockerfile").read_text()
+    assert "pip install ." in text
+    assert "FROM python:3.11" in text and "AS npu" in text

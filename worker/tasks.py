@@ -1,0 +1,28 @@
+"""Thin Celery tasks: ids in, a job function does the work."""
+from __future__ import annotations
+
+import logging
+
+from celery import Task
+from celery.exceptions import SoftTimeLimitExceeded
+
+from worker import jobs, lifecycle
+from worker.app import TASK_RUN, app
+from worker.client import ApiUnavailable, backoff_s
+
+log = logging.getLogger(__name__)
+
+CLAIM_MAX_RETRIES = 10  # about 5 minutes of backoff while the API is down
+
+
+@app.task(name=TASK_RUN, bind=True, max_retries=CLAIM_MAX_RETRIES)
+def run(self: Task, job_id: int, attempt: int) -> str:
+    """Run one job attempt. Retried only when the API could not be reached to claim it;
+    a kernel failure is a result, never a retry."""
+    ctx = lifecycle.job_context(self.request.hostname or "worker")
+    try:
+        return jobs.run_job(ctx, int(job_id), int(attempt), interrupts=(SoftTimeLimitExceeded,))
+    except ApiUnavailable as exc:
+        delay = backoff_s(self.request.retries, base_s=2.0, cap_s=60.0)
+        log.warning("job.claim_retry job_id=%s attempt=%s in_s=%.0f error=%s", job_id, attempt, delay, exc)
+        raise self.retry(exc=exc, countdown=delay) from None

@@ -163,6 +163,15 @@ def _preload(mode: str) -> dict[str, Any]:
     return info
 
 
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this process when its parent dies (no orphaned leaders or jobs).
+
+    Not for the warm parent itself: the setting follows the parent *thread*, and clients may
+    start the warm parent from a short-lived thread. It watches its socket instead.
+    """
+    sandbox._libc.prctl(sandbox.PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
 def serve(fd: int, mode: str, scratch: str) -> None:
     sock = socket.socket(fileno=fd)
     reader = sock.makefile("rb")
@@ -188,6 +197,7 @@ def _run_leader(request: dict[str, Any], sock: socket.socket) -> dict[str, Any]:
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the job leader
+        _die_with_parent()
         os.close(r)
         sock.close()
         try:
@@ -202,10 +212,13 @@ def _run_leader(request: dict[str, Any], sock: socket.socket) -> dict[str, Any]:
     deadline = time.monotonic() + float(request["limits"]["timeout_s"]) + LEADER_GRACE_S
     chunks = []
     while True:
-        ready, _, _ = select.select([r], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
-            os.kill(pid, signal.SIGKILL)
+        ready, _, _ = select.select([r, sock], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready or (sock in ready and not sock.recv(1, socket.MSG_PEEK)):
+            os.kill(pid, signal.SIGKILL)  # past the deadline, or the client is gone
             break
+        if r not in ready:
+            time.sleep(POLL_S)  # the client sent its next request early; it waits for this answer
+            continue
         chunk = os.read(r, 1 << 16)
         if not chunk:
             break
@@ -252,6 +265,7 @@ def lead(request: dict[str, Any]) -> dict[str, Any]:
             os.setpgid(0, 0)
             _redirect_output(request)
             sandbox.enter(limits, uid, sandbox.device_groups() if request["mode"] == "npu" else [])
+            _die_with_parent()  # after the uid change, which clears the setting
         except BaseException as exc:  # noqa: BLE001
             events_mod.Events(ev_w).emit("internal_error", error={"type": type(exc).__name__,
                                                                   "message": f"sandbox setup failed: {exc}"})

@@ -94,9 +94,11 @@ class ApiClient:
         return bool(r.json().get("cancel_requested"))
 
     def result(self, job_id: int, attempt: int, report: dict[str, Any] | None = None, error: str | None = None,
-               cancelled: bool = False, artifacts: bytes | None = None, retries: int = 8) -> bool:
+               cancelled: bool = False, artifacts: bytes | None = None, retries: int = 8,
+               timed_out: bool = False) -> bool:
         """Store the outcome (idempotent per job and attempt); True when the server stored it."""
-        fields = {"attempt": str(attempt), "cancelled": "true" if cancelled else "false"}
+        fields = {"attempt": str(attempt), "cancelled": "true" if cancelled else "false",
+                  "timed_out": "true" if timed_out else "false"}
         if report is not None:
             fields["report"] = json.dumps(report, allow_nan=False, default=str)
         if error is not None:

@@ -112,7 +112,8 @@ def _execute(ctx: WorkerContext, job: dict[str, Any], tmp: Path, beat: JobHeartb
         return {"error": str(exc)}
     except interrupts:
         ctx.warm(job["mode"]).reset()  # interrupted mid-request: its answer would confuse the next job
-        return {"error": f"the job ran past its time limit of {job['timeout_s']:.0f} s and was stopped"}
+        return {"error": f"the job ran past its time limit of {job['timeout_s']:.0f} s and was stopped",
+                "timed_out": True}
     except Exception as exc:  # noqa: BLE001 - reported as the job's error, not retried with the same bug
         log.exception("job.internal_error job_id=%s", job["id"])
         ctx.warm(job["mode"]).reset()

@@ -77,6 +77,7 @@ class ResultUpload:
     error: str | None
     cancelled: bool
     artifacts: IO[bytes] | None
+    timed_out: bool = False
 
 
 async def parse_result(request: Request) -> AsyncIterator[ResultUpload]:
@@ -96,8 +97,13 @@ async def _read_result(form: FormData) -> ResultUpload:
     tarball = fields.get("artifacts")
     return ResultUpload(attempt=int(raw_attempt), report=_parse_report(text),
                         error=error if isinstance(error, str) and error else None,
-                        cancelled=str(fields.get("cancelled", "")).lower() in ("1", "true", "yes", "on"),
-                        artifacts=None if tarball is None or isinstance(tarball, str) else tarball.file)
+                        cancelled=_flag(fields.get("cancelled")),
+                        artifacts=None if tarball is None or isinstance(tarball, str) else tarball.file,
+                        timed_out=_flag(fields.get("timed_out")))
+
+
+def _flag(value: Any) -> bool:
+    return str(value or "").lower() in ("1", "true", "yes", "on")
 
 
 def _parse_report(text: str | None) -> dict[str, Any] | None:
@@ -119,6 +125,7 @@ RESULT_SCHEMA: dict[str, Any] = {
         "report": {"type": "string", "description": "the runtime's JSON report (text, or a file part)"},
         "error": {"type": "string", "description": "an infrastructure or unusable-input error"},
         "cancelled": {"type": "boolean"},
+        "timed_out": {"type": "boolean", "description": "the job ran past its time limit (status timeout)"},
         "artifacts": {"type": "string", "format": "binary", "description": "a .tar.gz of files; no links, no '..'"},
     },
 }
@@ -133,5 +140,5 @@ def store_result(job_id: int, caller: WorkerCaller, session: SessionDep, blobs: 
     """Idempotent per job and attempt: a duplicate or stale delivery answers stored=false."""
     job = jobs.get(session, job_id)
     stored = artifacts.store_result(session, blobs, job, upload.attempt, upload.report, upload.error,
-                                    upload.cancelled, upload.artifacts)
+                                    upload.cancelled, upload.artifacts, upload.timed_out)
     return ResultRead(stored=stored)

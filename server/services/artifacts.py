@@ -72,11 +72,12 @@ def discard(staging: Path) -> None:
 
 
 def store_result(session: Session, blobs: BlobStore, job: Job, attempt: int, report: dict[str, Any] | None,
-                 error: str | None, cancelled: bool, tarball: IO[bytes] | None) -> bool:
+                 error: str | None, cancelled: bool, tarball: IO[bytes] | None, timed_out: bool = False) -> bool:
     """results.store plus the attempt's artifacts; the files are kept only when the result is."""
     staging = stage(blobs, job.id, attempt, tarball) if tarball is not None else None
     try:
-        stored = results.store(session, blobs, job, attempt, report, error=error, cancelled=cancelled)
+        stored = results.store(session, blobs, job, attempt, report, error=error, cancelled=cancelled,
+                               timed_out=timed_out)
     except BaseException:
         if staging:
             discard(staging)

@@ -17,7 +17,7 @@ from server.blobs import BlobStore
 from server.errors import InvalidInput
 from server.models import CaseResult, CaseState, Job, Operator, Submission
 from server.models.base import utcnow
-from server.models.job import CANCELLED, ERROR, FAILED, RUNNING, SUCCEEDED
+from server.models.job import CANCELLED, ERROR, FAILED, RUNNING, SUCCEEDED, TIMEOUT
 from server.services import combined
 from server.services.jobs import finish
 
@@ -42,7 +42,7 @@ def validate_report(report: Any) -> dict[str, Any]:
 
 
 def store(session: Session, blobs: BlobStore, job: Job, attempt: int, report: dict[str, Any] | None,
-          error: str | None = None, cancelled: bool = False) -> bool:
+          error: str | None = None, cancelled: bool = False, timed_out: bool = False) -> bool:
     """Store a job's outcome; False when it was a duplicate or stale delivery (nothing changed)."""
     if job.status != RUNNING or job.attempts != attempt:
         return False
@@ -63,6 +63,8 @@ def store(session: Session, blobs: BlobStore, job: Job, attempt: int, report: di
         _update_latest(session, job, rows)
     if cancelled:
         finish(job, CANCELLED, error)
+    elif timed_out:
+        finish(job, TIMEOUT, error or "the job ran past its time limit")
     elif error is not None:
         finish(job, ERROR, error)
     else:

@@ -38,9 +38,9 @@ def get_sessionmaker() -> sessionmaker[Session]:
 
 
 @contextmanager
-def session_scope() -> Iterator[Session]:
-    """A unit of work outside a request: commit on success, roll back on error."""
-    session = get_sessionmaker()()
+def session_scope(factory: sessionmaker[Session] | None = None) -> Iterator[Session]:
+    """A unit of work: commit on success, roll back on error, always close."""
+    session = (factory or get_sessionmaker())()
     try:
         yield session
         session.commit()

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from server.blobs import BlobStore
 from server.config import Settings
+from server.db import session_scope
 from server.models import Job
 from server.queue import Producer
 
@@ -27,15 +28,8 @@ def get_session(request: Request) -> Iterator[Session]:
     scope the teardown would run after the response was sent (FastAPI >= 0.118), and a failed
     commit would hide behind a 200. A commit error propagates and becomes an error response.
     """
-    session = request.app.state.sessionmaker()
-    try:
+    with session_scope(request.app.state.sessionmaker) as session:
         yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
     for action in session.info.pop(AFTER_COMMIT, []):
         action()  # e.g. enqueue: only once the rows the message names are visible to workers
 

@@ -33,6 +33,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-graph-verify", action="store_true", help="skip the CPU graph-verify oracle in SIM")
     p.add_argument("--verify-passes", action="store_true", help="also check every lowered pass (slow)")
     p.add_argument("--cache-dir", type=Path, default=None, help="graph-verify calculator cache")
+    p.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 4), metavar="N",
+                   help="cases run at once, each in its own sandboxed fork (default: CPUs, at most 4)")
 
 
 def add_calculator_arguments(p: argparse.ArgumentParser) -> None:
@@ -66,7 +68,7 @@ def run_command(args: argparse.Namespace) -> int:
     options = RunOptions(mode=args.mode, cases=args.case, timeout_s=args.timeout,
                          memory_bytes=int(args.memory * 2**30), work_dir=args.work_dir, device_id=args.device,
                          graph_verify=not args.no_graph_verify, verify_passes=args.verify_passes,
-                         cache_dir=args.cache_dir or default_cache_dir())
+                         cache_dir=args.cache_dir or default_cache_dir(), parallel=max(1, args.jobs))
     try:
         def progress(case, done, total):  # type: ignore[no-untyped-def]
             err.print(f"[{done}/{total}] {case.case}: {case.verdict} ({case.duration_s:.2f} s)")

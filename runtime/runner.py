@@ -38,6 +38,7 @@ class RunOptions:
     isolate_network: bool = True
     drop_privileges: bool = True
     cache_dir: Path | None = None  # where the graph-verify calculator is cached
+    parallel: int = 1  # cases run at once (each its own sandboxed fork)
 
 
 # Called after each case with (case, done, total); returning False stops the run (cancel).
@@ -76,13 +77,7 @@ def run_submission(path: Path, options: RunOptions, warm: WarmParent | None = No
         else:
             warm = warm or WarmParent(options.mode)
             runner.warm = warm
-            specs = runner.case_list()
-            for index, spec in enumerate(specs):
-                case = runner.run(spec)
-                report.cases.append(case)
-                if on_case and on_case(case, index + 1, len(specs)) is False:
-                    report.cancelled = len(report.cases) < len(specs)
-                    break
+            report.cases, report.cancelled = runner.run_all(runner.case_list(), on_case)
             report.environment.sandbox = runner.sandbox_info or {}
     finally:
         if own_warm and warm is not None:
@@ -189,22 +184,54 @@ class _CaseRunner:
         return {"enabled": enabled, "verify_passes": self.options.verify_passes,
                 "cache_dir": str(self.options.cache_dir) if self.options.cache_dir else None}
 
-    def run(self, spec: Any) -> CaseResult:
-        if isinstance(spec, str):
-            return self._run_script_case(spec)
-        return self._run_package_case(spec)
+    def run_all(self, specs: list[Any], on_case: CaseCallback | None) -> tuple[list[CaseResult], bool]:
+        """Run every case, up to options.parallel at once; results in spec order, and whether stopped."""
+        assert self.warm is not None
+        prepared = [self._prepare(spec) for spec in specs]
+        results: list[CaseResult | None] = [None] * len(specs)
+        recheck: list[int] = []
+        done = 0
+        stopped = False
+        jobs = self.warm.run_jobs([request for _, request in prepared], self.options.parallel)
+        try:
+            for index, raw in jobs:
+                case = self._build(prepared[index][0], raw)
+                results[index] = case
+                if self._needs_plain_rerun(specs[index], case):
+                    recheck.append(index)  # after the parallel run: one job at a time from here
+                    continue
+                done += 1
+                if on_case and on_case(case, done, len(specs)) is False:
+                    stopped = True
+                    break
+        finally:
+            jobs.close()  # waits for the jobs still in flight
+        for index in [] if stopped else recheck:
+            results[index] = self._without_graph_verify(specs[index], prepared[index][0], results[index])
+            done += 1
+            if on_case and on_case(results[index], done, len(specs)) is False:
+                stopped = True
+                break
+        finished = [c for c in results if c is not None]
+        return finished, stopped and len(finished) < len(specs)
 
-    def _run_package_case(self, case: Any) -> CaseResult:
+    def _prepare(self, spec: Any) -> tuple[JobContext, dict[str, Any]]:
+        if isinstance(spec, str):
+            return self._script_job(spec)
+        return self._package_job(spec)
+
+    @staticmethod
+    def _needs_plain_rerun(spec: Any, case: CaseResult) -> bool:
+        return not isinstance(spec, str) and case.structural == "error" and bool((case.graph_verify or {}).get("active"))
+
+    def _package_job(self, case: Any) -> tuple[JobContext, dict[str, Any]]:
         request, dirs = self._package_request(case, f"{self.sub.name}-{case.id}")
         ctx = JobContext(operator=self.sub.name, case=case.id, mode=self.options.mode, dirs=dirs,
                          description=case.description, shapes=[i.shape for i in case.inputs],
                          dtypes=[i.dtype for i in case.inputs], golden_fallback=self.golden_fallback,
                          compare=case.compare, max_mismatch_ratio=case.max_mismatch_ratio,
                          memory_bytes=self.options.memory_bytes, timeout_s=self.options.timeout_s)
-        result = self._finish(ctx, request)
-        if result.structural == "error" and (result.graph_verify or {}).get("active"):
-            return self._without_graph_verify(case, ctx, result)
-        return result
+        return ctx, request
 
     def _package_request(self, case: Any, label: str) -> tuple[dict[str, Any], JobDirs]:
         request, dirs = self._request(label, self.options.timeout_s)
@@ -241,18 +268,21 @@ class _CaseRunner:
                               "reason": "graph verify failed while plain SIM runs the kernel"}
         return plain
 
-    def _run_script_case(self, case_id: str) -> CaseResult:
+    def _script_job(self, case_id: str) -> tuple[JobContext, dict[str, Any]]:
         request, dirs = self._request(f"{self.sub.name}-{case_id}", self.options.timeout_s)
         args = [] if case_id == MAIN_CASE else [case_id]
         request.update(kind="script", script=self.sub.script, script_args=[*args, "--run_mode", self.options.mode])
         ctx = JobContext(operator=self.sub.name, case=case_id, mode=self.options.mode, dirs=dirs,
                          is_script=True, golden_fallback=self.golden_fallback,
                          memory_bytes=self.options.memory_bytes, timeout_s=self.options.timeout_s)
-        return self._finish(ctx, request)
+        return ctx, request
 
     def _finish(self, ctx: JobContext, request: dict[str, Any]) -> CaseResult:
         assert self.warm is not None
-        report = self.warm.run_job(request)
+        return self._build(ctx, self.warm.run_job(request))
+
+    def _build(self, ctx: JobContext, report: dict[str, Any]) -> CaseResult:
+        assert self.warm is not None
         if self.sandbox_info is None:
             self.sandbox_info = report.get("isolation")
         case = build(ctx, report, self.warm.log_dir)

@@ -20,8 +20,9 @@ import sys
 import tempfile
 import time
 from importlib import util as importlib_util
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from runtime import events as events_mod
 from runtime import sandbox
@@ -54,6 +55,7 @@ class WarmParent:
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
         self._reader: Any = None
+        self._next_id = 0
         self.info: dict[str, Any] = {}
 
     @property
@@ -113,11 +115,32 @@ class WarmParent:
 
     def run_job(self, request: dict[str, Any]) -> dict[str, Any]:
         """Run one job; returns the leader's report (events, exit status, timings)."""
+        return next(self.run_jobs([request], parallel=1))[1]
+
+    def run_jobs(self, requests: list[dict[str, Any]], parallel: int) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Run jobs with up to `parallel` at once; yields (index, report) as each finishes.
+
+        Stop iterating early (break) to send no further jobs; the ones in flight are awaited on
+        the next call, never mixed up (replies carry their request's id).
+        """
         self.start()
         assert self.sock is not None
-        request = {**request, "warm_log_dir": str(self.log_dir)}
-        self.sock.sendall(json.dumps(request).encode() + b"\n")
-        return self._receive()
+        pending = list(enumerate(requests))
+        in_flight: dict[int, int] = {}
+        try:
+            while pending or in_flight:
+                while pending and len(in_flight) < max(1, parallel):
+                    index, request = pending.pop(0)
+                    self._next_id += 1
+                    in_flight[self._next_id] = index
+                    body = {**request, "id": self._next_id, "warm_log_dir": str(self.log_dir)}
+                    self.sock.sendall(json.dumps(body).encode() + b"\n")
+                reply = self._receive()
+                index = in_flight.pop(reply.pop("id"))
+                yield index, reply
+        finally:
+            while in_flight:  # a caller that stopped early: drain what is still running
+                in_flight.pop(self._receive().pop("id"), None)
 
     def close(self) -> None:
         if self.sock is not None:
@@ -172,9 +195,23 @@ def _die_with_parent() -> None:
     sandbox._libc.prctl(sandbox.PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
+@dataclass
+class _Running:
+    """A job leader the warm parent is waiting for."""
+    request_id: Any
+    pid: int
+    fd: int
+    deadline: float
+    chunks: list[bytes] = field(default_factory=list)
+
+
 def serve(fd: int, mode: str, scratch: str) -> None:
+    """Answer job requests (JSON lines, each with an "id"); several jobs may run at once.
+
+    One select loop watches the client socket and every running leader's report pipe, so a
+    client can keep N jobs in flight and replies come back as jobs finish.
+    """
     sock = socket.socket(fileno=fd)
-    reader = sock.makefile("rb")
 
     def send(obj: dict[str, Any]) -> None:
         sock.sendall(json.dumps(obj).encode() + b"\n")
@@ -186,14 +223,48 @@ def serve(fd: int, mode: str, scratch: str) -> None:
         return
     send({"ready": True, "pid": os.getpid(), **info})
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    for line in reader:
-        request = json.loads(line)
-        if request.get("op") == "quit":
-            break
-        send(_run_leader(request, sock))
+    running: dict[int, _Running] = {}  # by report fd
+    buffer = b""
+    accepting = True
+    while accepting or running:
+        timeout = max(0.0, min((j.deadline for j in running.values()), default=time.monotonic() + 3600)
+                      - time.monotonic())
+        ready, _, _ = select.select(([sock] if accepting else []) + list(running), [], [], timeout)
+        for job in [j for j in running.values() if time.monotonic() >= j.deadline]:
+            os.kill(job.pid, signal.SIGKILL)  # a leader stuck past its job's timeout and grace
+        if sock in ready:
+            chunk = sock.recv(1 << 16)
+            if not chunk:  # the client is gone: stop its jobs, then exit
+                for job in running.values():
+                    os.kill(job.pid, signal.SIGKILL)
+                accepting = False
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                request = json.loads(line)
+                if request.get("op") == "quit":
+                    accepting = False
+                    continue
+                job = _start_leader(request, sock)
+                running[job.fd] = job
+        for fd_ in [f for f in ready if isinstance(f, int)]:
+            job = running[fd_]
+            chunk = os.read(fd_, 1 << 16)
+            if chunk:
+                job.chunks.append(chunk)
+                continue
+            os.close(fd_)
+            os.waitpid(job.pid, 0)
+            del running[fd_]
+            try:
+                report = json.loads(b"".join(job.chunks))
+            except ValueError:
+                report = {"leader_error": "job leader died without a report"}
+            if accepting:
+                send({**report, "id": job.request_id})
 
 
-def _run_leader(request: dict[str, Any], sock: socket.socket) -> dict[str, Any]:
+def _start_leader(request: dict[str, Any], sock: socket.socket) -> _Running:
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the job leader
@@ -210,25 +281,7 @@ def _run_leader(request: dict[str, Any], sock: socket.socket) -> dict[str, Any]:
         os._exit(0)
     os.close(w)
     deadline = time.monotonic() + float(request["limits"]["timeout_s"]) + LEADER_GRACE_S
-    chunks = []
-    while True:
-        ready, _, _ = select.select([r, sock], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready or (sock in ready and not sock.recv(1, socket.MSG_PEEK)):
-            os.kill(pid, signal.SIGKILL)  # past the deadline, or the client is gone
-            break
-        if r not in ready:
-            time.sleep(POLL_S)  # the client sent its next request early; it waits for this answer
-            continue
-        chunk = os.read(r, 1 << 16)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(r)
-    os.waitpid(pid, 0)
-    try:
-        return json.loads(b"".join(chunks))
-    except ValueError:
-        return {"leader_error": "job leader died without a report"}
+    return _Running(request.get("id"), pid, r, deadline)
 
 
 def lead(request: dict[str, Any]) -> dict[str, Any]:

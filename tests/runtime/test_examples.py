@@ -89,3 +89,20 @@ def test_script_examples(warm_sim, tmp_path, script, spec):
     for case in report.cases:
         assert case.verdict == spec["sim"], case.verdict_reason
         assert case.kernel_launches >= 1 and case.script["exit_code"] == 0
+
+
+def test_parallel_cases_keep_order_and_verdicts(warm_sim, calculator_cache, tmp_path):
+    options = RunOptions(cache_dir=calculator_cache, parallel=3, work_dir=tmp_path)
+    report = run_submission(EXAMPLES / "dynamic_add", options, warm=warm_sim)
+    spec = json.loads((EXAMPLES / "dynamic_add" / "test_cases.json").read_text())["test_cases"]
+    assert [c.case for c in report.cases] == [c["id"] for c in spec]
+    assert {c.verdict for c in report.cases} == {"sim_garbage_graph_ok"}
+
+
+def test_stopping_after_the_first_case_leaves_the_warm_parent_usable(warm_sim, tmp_path):
+    seen = []
+    report = run_submission(EXAMPLES / "dynamic_add", RunOptions(graph_verify=False, parallel=2, work_dir=tmp_path),
+                            warm=warm_sim, on_case=lambda case, done, total: seen.append(case.case) or False)
+    assert report.cancelled and len(report.cases) == 1 and seen == [report.cases[0].case]
+    again = run_submission(EXAMPLES / "relu", RunOptions(graph_verify=False, work_dir=tmp_path / "again"), warm=warm_sim)
+    assert {c.verdict for c in again.cases} == {"sim_output_unwritten"}

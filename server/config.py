@@ -23,6 +23,7 @@ class Settings(BaseSettings):
     cache_dir: Path | None = None  # the graph-verify calculator cache
     case_timeout_s: float = 300.0
     case_memory_gib: float = 8.0
+    case_parallel: int = 1  # cases of one job run at once by a worker (mind the Celery concurrency)
     max_upload_bytes: int = 20 * 1024 * 1024
     job_heartbeat_s: float = 10.0
     stale_job_s: float = 120.0  # a running job without heartbeat this long is re-queued

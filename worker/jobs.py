@@ -44,6 +44,7 @@ class WorkerContext:
     heartbeat_s: float
     device_id: int | None = None
     graph_verify: bool = True
+    parallel: int = 1  # cases of one job at once
     warm_parents: dict[str, WarmHolder] = field(default_factory=dict)
 
     def warm(self, mode: str) -> WarmHolder:
@@ -100,7 +101,7 @@ def _execute(ctx: WorkerContext, job: dict[str, Any], tmp: Path, beat: JobHeartb
         mode=job["mode"], cases=list(job["submission"].get("case_filter") or []),
         timeout_s=float(job["case_timeout_s"]), memory_bytes=int(float(job["case_memory_gib"]) * GIB),
         work_dir=tmp / "work", cache_dir=ctx.cache_dir, graph_verify=ctx.graph_verify,
-        device_id=ctx.device_id if job["mode"] == "npu" else None,
+        device_id=ctx.device_id if job["mode"] == "npu" else None, parallel=ctx.parallel,
     )
 
     def on_case(case: CaseResult, done: int, total: int) -> bool:

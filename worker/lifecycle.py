@@ -53,6 +53,7 @@ def _make_context(hostname: str) -> WorkerContext:
     return WorkerContext(
         api=ApiClient(settings.api_url, settings.worker_token), name=hostname,
         cache_dir=cache_dir(settings), heartbeat_s=settings.job_heartbeat_s, device_id=device_id(),
+        parallel=max(1, settings.case_parallel),
     )
 
 

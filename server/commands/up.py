@@ -95,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
     secrets = ensure_tokens(data_dir)
     url = f"http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:{args.port}"
     env = {**os.environ, "DATA_DIR": str(data_dir), "API_URL": url, "WORKER_TOKEN": secrets["worker"]}
+    # One SIM worker on this machine: let it run a job's cases side by side on the cores it has.
+    env.setdefault("CASE_PARALLEL", str(min(os.cpu_count() or 1, 4) // max(1, args.concurrency) or 1))
 
     stopping = threading.Event()
 

@@ -101,7 +101,7 @@ def _parse_case(where: str, index: int, item: Any) -> CaseSpec:
         if not isinstance(raw_inputs, list) or not raw_inputs:
             raise SubmissionError(f"{label}: 'inputs' must be a non-empty list")
     elif "input" in item:
-        raw_inputs = [item["input"]]
+        raw_inputs = item["input"] if isinstance(item["input"], list) else [item["input"]]
     else:
         raise SubmissionError(f"{label}: needs 'input' ({{shape, dtype}}) or 'inputs' (a list)")
     inputs = [_parse_input(label, i, x) for i, x in enumerate(raw_inputs)]
@@ -152,7 +152,8 @@ def _parse_input(label: str, index: int, raw: Any) -> InputSpec:
 
 
 def _parse_outputs(label: str, item: dict[str, Any]) -> list[dict[str, Any]]:
-    raw = item.get("outputs", [item["output"]] if "output" in item else [])
+    single = item.get("output")
+    raw = item.get("outputs", single if isinstance(single, list) else ([single] if single is not None else []))
     if not isinstance(raw, list):
         raise SubmissionError(f"{label}: 'outputs' must be a list")
     outputs = []

@@ -13,7 +13,6 @@ import argparse
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 sys.path.insert(0, str(BENCH))
 
-from dashboard import PG_ADMIN_URL, seed  # noqa: E402
+from dashboard import PG_ADMIN_URL, seed, timed_app  # noqa: E402
 
 from server.config import Settings  # noqa: E402
 from server.migrate import upgrade  # noqa: E402
@@ -47,14 +46,7 @@ def measure(settings: Settings, requests: int, operators: int) -> list[tuple[str
             f"/api/v1/operators/{name}/history", f"/api/v1/operators/{name}/history?mode=sim",
             "/api/v1/cases?verdict=pass&mode=npu&limit=100", f"/api/v1/cases?operator={name}&mode=sim&limit=100",
             "/api/v1/cases?branch=main&limit=100"]
-    server_ms: list[float] = []
-
-    async def timed(scope: Any, receive: Any, send: Any) -> None:
-        start = time.perf_counter()
-        await app(scope, receive, send)
-        if scope["type"] == "http":
-            server_ms.append((time.perf_counter() - start) * 1000)
-
+    timed, server_ms = timed_app(app)
     out = []
     with TestClient(timed) as client:
         client.headers["Authorization"] = f"Bearer {secret}"

@@ -127,6 +127,19 @@ def seed(url: str, operators: int, jobs_per_op: int, cases: int) -> None:
     print(f"seeded {operators} operators, {job_id} jobs, {result_id} case results in {time.perf_counter() - t0:.0f} s")
 
 
+def timed_app(app: Any) -> tuple[Any, list[float]]:
+    """Wrap an ASGI app; the list collects each HTTP request's server time in ms (request to last byte)."""
+    server_ms: list[float] = []
+
+    async def timed(scope: Any, receive: Any, send: Any) -> None:
+        start = time.perf_counter()
+        await app(scope, receive, send)
+        if scope["type"] == "http":
+            server_ms.append((time.perf_counter() - start) * 1000)
+
+    return timed, server_ms
+
+
 def measure(settings: Settings, requests: int, operators: int, freeze: bool) -> list[tuple[str, str, list[float]]]:
     import gc
 
@@ -142,15 +155,7 @@ def measure(settings: Settings, requests: int, operators: int, freeze: bool) -> 
     pages = [("overview", "/"), ("overview", "/?verdict=kernel_defect&verdict=structural_error"),
              ("overview", "/?q=matmul&page=3"), ("overview", "/?per_page=200"),
              ("operator", f"/operators/{name}")]
-    server_ms: list[float] = []
-
-    async def timed(scope: Any, receive: Any, send: Any) -> None:
-        """Server time: from the request reaching the app to its last response byte."""
-        start = time.perf_counter()
-        await app(scope, receive, send)
-        if scope["type"] == "http":
-            server_ms.append((time.perf_counter() - start) * 1000)
-
+    timed, server_ms = timed_app(app)
     out = []
     with TestClient(timed) as client:
         client.cookies.set("crosscheck_token", secret)

@@ -14,7 +14,6 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import create_engine, text
 

@@ -57,19 +57,26 @@ def _signal_group(pid: int, sig: int) -> None:
         pass
 
 
+def _send(proc: subprocess.Popen[bytes], sig: int) -> bool:
+    """Signal the child (SIGKILL: its whole process group); False when it is already gone."""
+    if sig == signal.SIGKILL:
+        _signal_group(proc.pid, sig)
+        return True
+    try:
+        proc.send_signal(sig)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def stop(proc: subprocess.Popen[bytes], grace_s: float = STOP_GRACE_S) -> int:
     """Stop a child started by start(): SIGTERM, then SIGQUIT, then SIGKILL, each after grace_s;
     finally kill whatever is left of its process group (no orphans)."""
     for sig in ESCALATION:
         if proc.poll() is not None:
             break
-        if sig == signal.SIGKILL:
-            _signal_group(proc.pid, sig)
-        else:
-            try:
-                proc.send_signal(sig)
-            except ProcessLookupError:
-                break
+        if not _send(proc, sig):
+            break
         try:
             proc.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
@@ -84,14 +91,7 @@ def wait_forwarding_signals(proc: subprocess.Popen[bytes]) -> int:
 
     def forward(signum: int, _frame: Any) -> None:
         received.append(signum)
-        sig = ESCALATION[min(len(received), len(ESCALATION)) - 1]
-        if sig == signal.SIGKILL:
-            _signal_group(proc.pid, sig)
-        else:
-            try:
-                proc.send_signal(sig)
-            except ProcessLookupError:
-                pass
+        _send(proc, ESCALATION[min(len(received), len(ESCALATION)) - 1])
 
     previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
     try:

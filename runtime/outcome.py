@@ -188,7 +188,7 @@ def build(ctx: JobContext, report: dict[str, Any], warm_log_dir: Path | None) ->
     script = _script_evidence(events, stdout) if ctx.is_script else None
     if script and script["asserts"] and metrics is None:
         metrics = _worst_assert(script["asserts"])
-    graph = _graph_verify(events, result_ev)
+    graph = _graph_verify(events, result_ev, ctx)
     if ctx.is_script:
         output_written = any(any(l.output_written) for l in launches) if launches else None
     elif graph and graph.get("status") in ("pass", "fail"):
@@ -232,7 +232,8 @@ def build(ctx: JobContext, report: dict[str, Any], warm_log_dir: Path | None) ->
     )
 
 
-def _graph_verify(events: list[dict[str, Any]], result_ev: dict[str, Any] | None) -> dict[str, Any] | None:
+def _graph_verify(events: list[dict[str, Any]], result_ev: dict[str, Any] | None,
+                  ctx: JobContext) -> dict[str, Any] | None:
     """graph_verify: {status: pass|fail|error|unavailable, metrics, duration_s, ...}."""
     setup = next((e for e in events if e["event"] == "graph_verify_setup"), None)
     if setup is None:
@@ -247,7 +248,7 @@ def _graph_verify(events: list[dict[str, Any]], result_ev: dict[str, Any] | None
                 "active": True}
     if gv.get("status") != "error":
         m = gv.get("metrics") or {}
-        ok = within_tolerance(m) and gv.get("output_written")
+        ok = within_tolerance(m, ctx.compare, ctx.max_mismatch_ratio) and gv.get("output_written")
         gv["status"] = "pass" if ok else "fail"
         if not gv.get("output_written"):
             gv["reason"] = "the tensor graph never wrote the output: the kernel does not assign its output argument"

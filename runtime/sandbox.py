@@ -159,22 +159,6 @@ def _write_id_maps(uid: int, gid: int) -> None:
         f.write(f"{gid} {gid} 1")
 
 
-def can_read_all(paths: list[Path], uid: int) -> list[Path]:
-    """The paths a given uid could not traverse (checked by the 'other' permission bits)."""
-    bad = []
-    for path in paths:
-        for anc in [*reversed(path.parents), path]:
-            try:
-                st = os.stat(anc)
-            except OSError:
-                bad.append(path)
-                break
-            if st.st_uid != uid and not st.st_mode & 0o001:
-                bad.append(path)
-                break
-    return bad
-
-
 def device_groups() -> list[int]:
     """Groups owning the NPU device files (e.g. HwHiAiUser): an NPU job keeps them after the uid drop."""
     import glob

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, func, or_, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, defer
 
 from server.errors import InvalidInput, NotFound
@@ -187,13 +187,6 @@ def recent_jobs(session: Session, limit: int = 50, operator_id: int | None = Non
 def list_workers(session: Session) -> list[Worker]:
     return list(session.scalars(select(Worker).order_by(Worker.last_heartbeat.desc())))
 
-
-def search_operator_names(session: Session, prefix: str, limit: int = 20) -> list[str]:
-    return list(session.scalars(select(Operator.name).where(or_(Operator.name.ilike(f"{prefix}%")))
-                                .order_by(Operator.name).limit(limit)))
-
-
-# --- Dashboard reads (added for the dashboard; the API may use them too) ---
 
 def case_summaries(session: Session, operator_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
     """cases_for_operators without each result's full runtime report (the overview's rows):

@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO))
 
 from runtime.cli import default_cache_dir  # noqa: E402
 from runtime.runner import RunOptions, run_submission  # noqa: E402
-from runtime.zygote import WarmParent  # noqa: E402
+from runtime.warm import WarmParent  # noqa: E402
 
 FIRST_VERIFY = r'''
 import json, sys, time

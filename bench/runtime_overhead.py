@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from runtime.runner import RunOptions, run_submission  # noqa: E402
-from runtime.zygote import WarmParent  # noqa: E402
+from runtime.warm import WarmParent  # noqa: E402
 
 SMALL = ["scale_add", "relu", "gelu", "sigmoid", "softmax", "rmsnorm", "matmul", "attention", "dynamic_add"]
 

@@ -1,7 +1,7 @@
 """pypto's graph-verify calculator, built once per (pypto, torch, C++ ABI) and cached.
 
 Stock pypto 0.2.0 rebuilds this C++ library with cmake in every process on first verify
-(about 60 s and 1.4 GB on 2 cores, notes §3). We build it once, with pypto's own build steps,
+(about 60 s and 1.4 GB on 2 cores, docs/pypto.md §3). We build it once, with pypto's own build steps,
 into a lasting directory, and job processes only load it (about 2 ms).
 """
 from __future__ import annotations

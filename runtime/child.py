@@ -198,7 +198,7 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
         provenance = [_provenance(rec, out) for out in outputs]
         # With graph verify on, the outputs hold the graph's result. What plain SIM would have
         # returned is the bytes before the launch: SIM has no data path and leaves them as they
-        # were (notes §2). Snapshotting them costs one copy; a second, plain SIM run would double
+        # were (docs/pypto.md §2). Snapshotting them costs one copy; a second, plain SIM run would double
         # the job's time for the same bytes.
         raw = [_before_launch(rec, p, out) if graph is not None and p["launch"] is not None else out
                for out, p in zip(outputs, provenance)]

@@ -1,4 +1,4 @@
-"""Read the SIM cost model files of one kernel call (notes §2)."""
+"""Read the SIM cost model files of one kernel call (docs/pypto.md §2)."""
 from __future__ import annotations
 
 import json

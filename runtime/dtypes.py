@@ -1,4 +1,4 @@
-"""Dtype names accepted in test_cases.json and their default tolerances (notes §6)."""
+"""Dtype names accepted in test_cases.json and their default tolerances (docs/pypto.md §6)."""
 from __future__ import annotations
 
 # Canonical name -> aliases accepted in test_cases.json.

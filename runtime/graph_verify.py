@@ -1,4 +1,4 @@
-"""Graph verify: run the kernel's tensor graph on the CPU inside the SIM call (notes §3).
+"""Graph verify: run the kernel's tensor graph on the CPU inside the SIM call (docs/pypto.md §3).
 
 SIM on a CPU host writes no outputs. pypto's pass verify can run the kernel's tensor graph on
 the CPU and write the computed result into the outputs, which gives real precision evidence
@@ -16,7 +16,7 @@ from typing import Any
 
 FIXED_PYPTO_VERSION = "0.2.0"
 CSV_NAME = "verify_result_brief.csv"
-# Checking every lowered pass re-runs each pass for every loop iteration (notes §3), so its cost
+# Checking every lowered pass re-runs each pass for every loop iteration (docs/pypto.md §3), so its cost
 # grows faster than the task count: measured here (dynamic_add, 64 columns) the extra time over the
 # tensor-graph call was 1.5 s for 32 tasks and 12.1 s for 128 tasks, i.e. about 0.0083 * tasks**1.5.
 PASS_VERIFY_S_PER_TASK15 = 0.0083

@@ -1,7 +1,7 @@
 """In the job process: watch every jit kernel launch and every precision assert.
 
 Installed before the submission is imported, so the file's own decorators and asserts are the
-ones instrumented. The run mode is forced here whatever the file bound at import (notes §1).
+ones instrumented. The run mode is forced here whatever the file bound at import (docs/pypto.md §1).
 """
 from __future__ import annotations
 

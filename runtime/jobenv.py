@@ -87,7 +87,7 @@ def job_environment(dirs: JobDirs, mode: str, config_path: Path | None, device_i
 
 
 def write_sim_config(pypto_lib_dir: Path, dest: Path) -> Path:
-    """pypto's tile_fwk_config.json with the simulator's drawing scripts silenced (notes §2).
+    """pypto's tile_fwk_config.json with the simulator's drawing scripts silenced (docs/pypto.md §2).
 
     The drawing scripts need matplotlib, print tracebacks without it and cost ~0.2 s per call;
     we write the Perfetto trace ourselves (costmodel.write_trace).

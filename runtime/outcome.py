@@ -192,7 +192,7 @@ def build(ctx: JobContext, report: dict[str, Any], warm_log_dir: Path | None) ->
     if ctx.is_script:
         output_written = any(any(l.output_written) for l in launches) if launches else None
     elif graph and graph.get("status") in ("pass", "fail"):
-        # The graph run wrote the outputs; SIM itself has no data path (notes §2), as the raw
+        # The graph run wrote the outputs; SIM itself has no data path (docs/pypto.md §2), as the raw
         # metrics taken from the pre-launch bytes confirm.
         output_written = False
     else:

@@ -17,7 +17,7 @@ from runtime.lint import GOLDEN_FALLBACK, lint_files
 from runtime.outcome import JobContext, build
 from runtime.report import CaseResult, Diagnosis, ErrorInfo, LintFinding, Report, Stage, Submission
 from runtime.sandbox import Limits
-from runtime.zygote import WarmParent
+from runtime.warm import WarmParent
 
 DEFAULT_TIMEOUT_S = 300.0
 LIST_TIMEOUT_S = 60.0

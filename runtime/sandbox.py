@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
+import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,3 +186,12 @@ def enter(limits: Limits, uid: int | None, groups: list[int] | None = None) -> N
         os.setgid(uid)
         os.setuid(uid)
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+
+
+def die_with_parent() -> None:
+    """Linux: SIGKILL this process when its parent dies (no orphaned leaders or jobs).
+
+    Not for the warm parent itself: the setting follows the parent *thread*, and clients may
+    start the warm parent from a short-lived thread. It watches its socket instead.
+    """
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)

@@ -25,7 +25,7 @@ def calculator_cache() -> Path:
 
 @pytest.fixture(scope="session")
 def warm_sim():
-    from runtime.zygote import WarmParent
+    from runtime.warm import WarmParent
 
     with WarmParent("sim") as warm:
         yield warm

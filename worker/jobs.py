@@ -20,7 +20,7 @@ from runtime.errors import NO_NPU_MESSAGE, HostError, SubmissionError
 from runtime.host import npu_status
 from runtime.report import CaseResult, Report
 from runtime.runner import RunOptions, run_submission
-from runtime.zygote import WarmParentError
+from runtime.warm import WarmParentError
 from worker.client import ApiClient, ApiRejected, ApiUnavailable
 from worker.heartbeat import JobHeartbeat
 from worker.warm import WarmHolder

@@ -3,7 +3,7 @@
 - main process, before start: refuse the npu queue on a host without an NPU;
 - main process, when ready: build the graph-verify calculator in the background if needed, and post
   this worker's heartbeat (capabilities, queues, current job) every JOB_HEARTBEAT_S;
-- each pool process: one API client and one warm parent (runtime.zygote), kept for its lifetime.
+- each pool process: one API client and one warm parent (runtime.warm), kept for its lifetime.
 """
 from __future__ import annotations
 

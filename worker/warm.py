@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from runtime.zygote import WarmParent
+from runtime.warm import WarmParent
 
 log = logging.getLogger(__name__)
 

@@ -62,7 +62,7 @@ def test_hang_is_a_timeout(warm_sim, tmp_path):
 
 
 def test_list_of_tensor_in_kernel_hangs_into_a_timeout(warm_sim, tmp_path):
-    # pypto 0.2.0: list(tensor) inside a kernel never returns and grows memory (notes §2).
+    # pypto 0.2.0: list(tensor) inside a kernel never returns and grows memory (docs/pypto.md §2).
     kernel = KERNEL.replace("out[:] = x * 2.0", "rows = list(x)\n    out[:] = x * 2.0")
     case = run(package(tmp_path, NORMAL, kernel=kernel), warm_sim, tmp_path, timeout_s=6, memory_bytes=4 * 1024**3)
     assert (case.verdict, case.structural) in (("timeout", "timeout"), ("crash", "oom"))

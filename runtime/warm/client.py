@@ -1,0 +1,153 @@
+"""The client side of the warm parent: start it, send it jobs, read their reports."""
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from importlib import util as importlib_util
+from pathlib import Path
+from typing import Any, Iterator
+
+from runtime.jobenv import write_sim_config
+
+READY_TIMEOUT_S = 180.0
+
+
+class WarmParentError(RuntimeError):
+    """The warm parent could not start or stopped answering (our infrastructure, not the kernel)."""
+
+
+def _pypto_lib_dir() -> Path:
+    spec = importlib_util.find_spec("pypto")
+    if spec is None or not spec.submodule_search_locations:
+        raise WarmParentError("pypto is not installed in this Python")
+    return Path(list(spec.submodule_search_locations)[0]) / "lib"
+
+
+class WarmParent:
+    """Client side: start the warm parent and send it jobs, one at a time."""
+
+    def __init__(self, mode: str = "sim", scratch: Path | None = None):
+        self.mode = mode
+        self._own_scratch = scratch is None
+        self.scratch = Path(scratch) if scratch else Path(tempfile.mkdtemp(prefix="crosscheck-warm-"))
+        self.scratch.chmod(0o755)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.sock: socket.socket | None = None
+        self._reader: Any = None
+        self._next_id = 0
+        self.info: dict[str, Any] = {}
+
+    @property
+    def config_path(self) -> Path:
+        return self.scratch / "tile_fwk_config.json"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.scratch / "logs"
+
+    def start(self) -> dict[str, Any]:
+        if self.proc is not None:
+            return self.info
+        write_sim_config(_pypto_lib_dir(), self.config_path)
+        for sub in ("home", "logs", "output"):
+            (self.scratch / sub).mkdir(exist_ok=True)
+        ours, theirs = socket.socketpair()
+        env = {k: v for k, v in os.environ.items() if k != "ASCEND_HOME_PATH" or self.mode == "npu"}
+        env.update({
+            "HOME": str(self.scratch / "home"),
+            "PYPTO_HOME": str(self.scratch / "home" / ".pypto"),
+            "ASCEND_PROCESS_LOG_PATH": str(self.log_dir),
+            "TILE_FWK_OUTPUT_DIR": str(self.scratch / "output"),
+            "TILEFWK_CONFIG_PATH": str(self.config_path),
+            "OMP_NUM_THREADS": "1",
+        })
+        log = open(self.scratch / "warm-parent.log", "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "runtime.warm.parent", str(theirs.fileno()), self.mode, str(self.scratch)],
+            pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+        )
+        theirs.close()
+        log.close()
+        self.sock = ours
+        self._reader = ours.makefile("rb")
+        ready, _, _ = select.select([ours], [], [], READY_TIMEOUT_S)
+        if not ready:
+            self.close()
+            raise WarmParentError(f"warm parent did not start within {READY_TIMEOUT_S:.0f} s")
+        self.info = self._receive()
+        if not self.info.get("ready"):
+            detail = self.info.get("error", "no answer")
+            self.close()
+            raise WarmParentError(f"warm parent failed to start: {detail}")
+        return self.info
+
+    def _receive(self) -> dict[str, Any]:
+        line = self._reader.readline()
+        if not line:
+            tail = ""
+            try:
+                tail = (self.scratch / "warm-parent.log").read_text(errors="replace")[-2000:]
+            except OSError:
+                pass
+            raise WarmParentError(f"warm parent exited unexpectedly. Log tail:\n{tail}")
+        return json.loads(line)
+
+    def run_job(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Run one job; returns the leader's report (events, exit status, timings)."""
+        return next(self.run_jobs([request], parallel=1))[1]
+
+    def run_jobs(self, requests: list[dict[str, Any]], parallel: int) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Run jobs with up to `parallel` at once; yields (index, report) as each finishes.
+
+        Stop iterating early (break) to send no further jobs; the ones in flight are awaited on
+        the next call, never mixed up (replies carry their request's id).
+        """
+        self.start()
+        assert self.sock is not None
+        pending = list(enumerate(requests))
+        in_flight: dict[int, int] = {}
+        try:
+            while pending or in_flight:
+                while pending and len(in_flight) < max(1, parallel):
+                    index, request = pending.pop(0)
+                    self._next_id += 1
+                    in_flight[self._next_id] = index
+                    body = {**request, "id": self._next_id, "warm_log_dir": str(self.log_dir)}
+                    self.sock.sendall(json.dumps(body).encode() + b"\n")
+                reply = self._receive()
+                index = in_flight.pop(reply.pop("id"))
+                yield index, reply
+        finally:
+            while in_flight:  # a caller that stopped early: drain what is still running
+                in_flight.pop(self._receive().pop("id"), None)
+
+    def close(self) -> None:
+        if self.sock is not None:
+            try:
+                self.sock.sendall(b'{"op": "quit"}\n')
+            except OSError:
+                pass
+            self.sock.close()
+            self.sock = None
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
+        if self._own_scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def __enter__(self) -> "WarmParent":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

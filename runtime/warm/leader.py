@@ -1,0 +1,144 @@
+"""The job leader: one per job, forked by the warm parent.
+
+Still privileged, it isolates (namespaces, the job's view of the filesystem), forks the job
+process, enforces the wall clock and collects the job's events and exit status.
+"""
+from __future__ import annotations
+
+import os
+import select
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from runtime import events as events_mod
+from runtime import sandbox
+
+POLL_S = 0.05
+
+
+def supervise_job(request: dict[str, Any]) -> dict[str, Any]:
+    """In the job leader: isolate, fork the job process, enforce the wall clock, collect events."""
+    from runtime import child
+
+    limits = sandbox.Limits(**request["limits"])
+    job_dir = Path(request["job_dir"])
+    privileged = os.geteuid() == 0
+    uid = sandbox.job_uid(os.getpid()) if privileged and limits.drop_privileges else None
+    writable = [Path(d) for d in request["writable_dirs"]]
+    # pypto opened its log tree (debug/plog, debug/device-N) at import in the warm parent; the job's
+    # log dir is bound over it, so it needs the same subfolders or the plog cannot be written.
+    warm_logs, job_logs = Path(request["warm_log_dir"]), Path(request["log_dir"])
+    for sub in sorted(p.relative_to(warm_logs) for p in warm_logs.rglob("*") if p.is_dir()):
+        (job_logs / sub).mkdir(parents=True, exist_ok=True)
+        writable.append(job_logs / sub)
+    if uid is not None:
+        for d in writable:
+            os.chown(d, uid, uid)
+    _load_calculator(request.get("graph_verify") or {})
+    log_binds = {warm_logs: job_logs}
+    iso = sandbox.isolate(job_dir, log_binds, limits)
+    if uid is not None and not iso.mount_namespace:
+        iso.notes.append("no mount namespace: the job keeps the warm parent's uid")
+        uid = None
+    iso.uid = uid
+    ev_r, ev_w = os.pipe()
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:  # the job process
+        os.close(ev_r)
+        try:
+            os.setpgid(0, 0)
+            _redirect_output(request)
+            sandbox.enter(limits, uid, sandbox.device_groups() if request["mode"] == "npu" else [])
+            sandbox.die_with_parent()  # after the uid change, which clears the setting
+        except BaseException as exc:  # noqa: BLE001
+            events_mod.Events(ev_w).emit("internal_error", error={"type": type(exc).__name__,
+                                                                  "message": f"sandbox setup failed: {exc}"})
+            os._exit(71)
+        child.main(request, ev_w)
+    os.close(ev_w)
+    raw, status, rusage, timed_out = _watch(pid, ev_r, start + limits.timeout_s)
+    wall = time.monotonic() - start
+    if not iso.pid_namespace:
+        try:
+            os.killpg(pid, signal.SIGKILL)  # the job's leftovers, if any
+        except OSError:
+            pass
+    return {
+        "events": events_mod.parse(raw),
+        "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+        "timed_out": timed_out,
+        "wall_s": round(wall, 4),
+        "maxrss_kb": rusage.ru_maxrss if rusage else 0,
+        "pid": pid,
+        "isolation": iso.as_dict(),
+    }
+
+
+def _load_calculator(cfg: dict[str, Any]) -> None:
+    """Load the cached calculator before the job starts; never build it here (~60 s)."""
+    from runtime import calculator
+
+    if not cfg.get("enabled"):
+        return
+    cache = cfg.get("cache_dir")
+    ready, note = calculator.status(Path(cache) if cache else None)
+    if not ready:
+        cfg["calculator_note"] = note
+        return
+    try:
+        calculator.load(Path(note))
+    except OSError as exc:
+        cfg["calculator_note"] = f"loading the calculator failed: {exc}"
+
+
+def _redirect_output(request: dict[str, Any]) -> None:
+    # Files, not pipes: a pipe held open by an escaped grandchild can hang the harness.
+    for fd, key in ((1, "stdout_path"), (2, "stderr_path")):
+        target = os.open(request[key], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(target, fd)
+        os.close(target)
+    stdin = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(stdin, 0)
+    os.close(stdin)
+
+
+def _watch(pid: int, ev_r: int, deadline: float) -> tuple[bytes, int, Any, bool]:
+    """Read events until the job exits or the deadline passes (then kill it)."""
+    chunks: list[bytes] = []
+    timed_out = False
+    status, rusage = 0, None
+    os.set_blocking(ev_r, False)
+    while True:
+        done, status, rusage = _try_wait(pid)
+        _drain(ev_r, chunks)
+        if done:
+            break
+        if time.monotonic() >= deadline:
+            timed_out = True
+            os.kill(pid, signal.SIGKILL)
+            _, status, rusage = os.wait4(pid, 0)
+            _drain(ev_r, chunks)
+            break
+        select.select([ev_r], [], [], POLL_S)
+    os.close(ev_r)
+    return b"".join(chunks), status, rusage, timed_out
+
+
+def _try_wait(pid: int) -> tuple[bool, int, Any]:
+    wpid, status, rusage = os.wait4(pid, os.WNOHANG)
+    return wpid == pid, status, rusage
+
+
+def _drain(fd: int, chunks: list[bytes]) -> None:
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return
+        if not chunk:
+            return
+        chunks.append(chunk)

@@ -1,0 +1,130 @@
+"""The warm parent itself: import torch and pypto once, then fork one job leader per request.
+
+It never compiles anything itself (a process that has compiled leaks memory and state into
+every fork). Started by runtime.warm.client as `python -m runtime.warm.parent FD MODE SCRATCH`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtime import sandbox
+from runtime.warm.leader import supervise_job
+
+LEADER_GRACE_S = 60.0  # on top of the job timeout, before the parent kills a stuck leader
+
+
+def _preload(mode: str) -> dict[str, Any]:
+    import numpy.testing  # noqa: F401
+    import torch
+
+    import pypto
+    import pypto.frontend  # noqa: F401
+    from runtime import child, graph_verify, instrument, metrics  # noqa: F401
+
+    if mode == "npu":
+        import torch_npu  # noqa: F401
+    info = {"pypto": getattr(pypto, "__version__", "unknown"), "torch": torch.__version__,
+            "python": sys.version.split()[0]}
+    graph_verify.preload(info)
+    return info
+
+
+@dataclass
+class _Running:
+    """A job leader the warm parent is waiting for."""
+    request_id: Any
+    pid: int
+    fd: int
+    deadline: float
+    chunks: list[bytes] = field(default_factory=list)
+
+
+def serve(fd: int, mode: str, scratch: str) -> None:
+    """Answer job requests (JSON lines, each with an "id"); several jobs may run at once.
+
+    One select loop watches the client socket and every running leader's report pipe, so a
+    client can keep N jobs in flight and replies come back as jobs finish.
+    """
+    sock = socket.socket(fileno=fd)
+
+    def send(obj: dict[str, Any]) -> None:
+        sock.sendall(json.dumps(obj).encode() + b"\n")
+
+    try:
+        info = _preload(mode)
+    except BaseException as exc:  # noqa: BLE001 - tell the client why, then stop
+        send({"ready": False, "error": f"{type(exc).__name__}: {exc}"})
+        return
+    send({"ready": True, "pid": os.getpid(), **info})
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    running: dict[int, _Running] = {}  # by report fd
+    buffer = b""
+    accepting = True
+    while accepting or running:
+        timeout = max(0.0, min((j.deadline for j in running.values()), default=time.monotonic() + 3600)
+                      - time.monotonic())
+        ready, _, _ = select.select(([sock] if accepting else []) + list(running), [], [], timeout)
+        for job in [j for j in running.values() if time.monotonic() >= j.deadline]:
+            os.kill(job.pid, signal.SIGKILL)  # a leader stuck past its job's timeout and grace
+        if sock in ready:
+            chunk = sock.recv(1 << 16)
+            if not chunk:  # the client is gone: stop its jobs, then exit
+                for job in running.values():
+                    os.kill(job.pid, signal.SIGKILL)
+                accepting = False
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                request = json.loads(line)
+                if request.get("op") == "quit":
+                    accepting = False
+                    continue
+                job = _start_leader(request, sock)
+                running[job.fd] = job
+        for fd_ in [f for f in ready if isinstance(f, int)]:
+            job = running[fd_]
+            chunk = os.read(fd_, 1 << 16)
+            if chunk:
+                job.chunks.append(chunk)
+                continue
+            os.close(fd_)
+            os.waitpid(job.pid, 0)
+            del running[fd_]
+            try:
+                report = json.loads(b"".join(job.chunks))
+            except ValueError:
+                report = {"leader_error": "job leader died without a report"}
+            if accepting:
+                send({**report, "id": job.request_id})
+
+
+def _start_leader(request: dict[str, Any], sock: socket.socket) -> _Running:
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the job leader
+        sandbox.die_with_parent()
+        os.close(r)
+        sock.close()
+        try:
+            report = supervise_job(request)
+        except BaseException as exc:  # noqa: BLE001
+            report = {"leader_error": f"{type(exc).__name__}: {exc}"}
+        data = json.dumps(report).encode()
+        while data:
+            data = data[os.write(w, data):]
+        os._exit(0)
+    os.close(w)
+    deadline = time.monotonic() + float(request["limits"]["timeout_s"]) + LEADER_GRACE_S
+    return _Running(request.get("id"), pid, r, deadline)
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]), sys.argv[2], sys.argv[3])

@@ -1,0 +1,47 @@
+"""Shared setup for the docs/repro scripts: private dirs for pypto's files, and one small kernel.
+
+Call `scratch()` before `import pypto`: pypto reads some of these variables at import.
+"""
+# No `from __future__ import annotations` here: pypto then sees string annotations and rejects
+# the tensor parameters (docs/pypto.md §4).
+import os
+import tempfile
+from pathlib import Path
+
+
+def scratch(name: str) -> Path:
+    """A fresh temp dir holding pypto's output folders, home and logs; ASCEND_HOME_PATH unset."""
+    root = Path(tempfile.mkdtemp(prefix=f"pypto-repro-{name}-"))
+    for sub in ("output", "pypto_home", "logs"):
+        (root / sub).mkdir()
+    os.environ.pop("ASCEND_HOME_PATH", None)
+    os.environ["TILE_FWK_OUTPUT_DIR"] = str(root / "output")
+    os.environ["PYPTO_HOME"] = str(root / "pypto_home")
+    os.environ["ASCEND_PROCESS_LOG_PATH"] = str(root / "logs")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    return root
+
+
+def scale_add(mode: str = "sim", **jit_options):  # type: ignore[no-untyped-def]
+    """A jit kernel out = x * 2 + y on fp32 tensors, tiled 32 x 64 (shapes must be multiples)."""
+    import pypto
+
+    run_mode = pypto.RunMode.SIM if mode == "sim" else pypto.RunMode.NPU
+
+    @pypto.frontend.jit(runtime_options={"run_mode": run_mode}, **jit_options)
+    def scale_add_kernel(
+        x: pypto.Tensor([], pypto.DT_FP32),
+        y: pypto.Tensor([], pypto.DT_FP32),
+        out: pypto.Tensor([], pypto.DT_FP32),
+    ):
+        pypto.set_vec_tile_shapes(32, 64)
+        out[:] = x * 2.0 + y
+
+    return scale_add_kernel
+
+
+def inputs(shape=(64, 128), seed: int = 0):  # type: ignore[no-untyped-def]
+    import torch
+
+    torch.manual_seed(seed)
+    return torch.randn(*shape), torch.randn(*shape)

@@ -4,14 +4,23 @@ Call `scratch()` before `import pypto`: pypto reads some of these variables at i
 """
 # No `from __future__ import annotations` here: pypto then sees string annotations and rejects
 # the tensor parameters (docs/pypto.md §4).
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
 
 def scratch(name: str) -> Path:
-    """A fresh temp dir holding pypto's output folders, home and logs; ASCEND_HOME_PATH unset."""
+    """A fresh temp dir holding pypto's output folders, home and logs; ASCEND_HOME_PATH unset.
+
+    It is removed at exit unless REPRO_KEEP=1 is set (then its path is printed).
+    """
     root = Path(tempfile.mkdtemp(prefix=f"pypto-repro-{name}-"))
+    if os.environ.get("REPRO_KEEP") == "1":
+        print(f"(keeping {root})")
+    else:
+        atexit.register(shutil.rmtree, root, True)
     for sub in ("output", "pypto_home", "logs"):
         (root / sub).mkdir()
     os.environ.pop("ASCEND_HOME_PATH", None)
@@ -45,3 +54,30 @@ def inputs(shape=(64, 128), seed: int = 0):  # type: ignore[no-untyped-def]
 
     torch.manual_seed(seed)
     return torch.randn(*shape), torch.randn(*shape)
+
+
+class silenced:
+    """Send fds 1 and 2 to a file while pypto runs (its C++ side prints straight to them)."""
+
+    def __init__(self, path: str = os.devnull):
+        self.path = path
+
+    def __enter__(self) -> "silenced":
+        import sys
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.saved = (os.dup(1), os.dup(2))
+        target = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        os.dup2(target, 1)
+        os.dup2(target, 2)
+        os.close(target)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+        for fd, saved in zip((1, 2), self.saved):
+            os.dup2(saved, fd)
+            os.close(saved)

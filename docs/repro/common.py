@@ -81,3 +81,25 @@ class silenced:
         for fd, saved in zip((1, 2), self.saved):
             os.dup2(saved, fd)
             os.close(saved)
+
+
+def load_calculator() -> str:
+    """Load the graph-verify calculator into this process (after `import pypto`); say where it came from.
+
+    Uses the copy `crosscheck calculator build` caches (CROSSCHECK_CACHE_DIR or ~/.cache/pto-crosscheck);
+    without one, pypto builds its own at the first verified call (about a minute).
+    """
+    import ctypes
+    from importlib import metadata
+
+    import torch
+    from pypto._utils import BuildOnlineManager
+
+    base = Path(os.environ.get("CROSSCHECK_CACHE_DIR") or Path.home() / ".cache" / "pto-crosscheck")
+    key = f"pypto-{metadata.version('pypto')}_torch-{torch.__version__}_abi{int(torch._C._GLIBCXX_USE_CXX11_ABI)}"
+    lib = base / "calculator" / key.replace("+", "-") / "lib" / "libtile_fwk_calculator.so"
+    if not lib.is_file():
+        return "no cached calculator: pypto builds one at the first verified call"
+    ctypes.CDLL(str(lib), mode=ctypes.RTLD_GLOBAL)
+    BuildOnlineManager().calculator_loaded = True  # only after a successful load (see calculator.py)
+    return f"cached calculator loaded from {lib}"

@@ -74,8 +74,8 @@ def child(fixture: Path) -> None:
         print("\nCHILD: returned normally", flush=True)
     except BaseException as exc:  # noqa: BLE001 - the point is to show what pypto raises
         line = getattr(getattr(exc, "node", None), "lineno", None)  # set on pypto's parser errors
-        where = f" [exc.node.lineno = {line}]" if line else ""
-        print(f"\nCHILD RAISED: {type(exc).__module__}.{type(exc).__name__}: {exc}{where}\nCHILD END", flush=True)
+        where = f"(exc.node.lineno={line}) " if line else ""
+        print(f"\nCHILD RAISED: {where}{type(exc).__module__}.{type(exc).__name__}: {exc}\nCHILD END", flush=True)
 
 
 def rss_mb(pid: int) -> float:

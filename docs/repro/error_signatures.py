@@ -48,10 +48,14 @@ SIGNATURES = {
     "output-dir-missing": "Failed to create dir",
     "record-function-failed": "Record function",
     "ascend-home-on-cpu-host": "libc_sec.so",
+    "graph-verify-mismatch": "FB4001",
+    "noise-graph-verify-index": "F7A001",
     "crash-fpe": None,
     "loop-idx-name-duplicate": None,
     "timeout": None,
 }
+# Run with graph verify on (the CPU-tensor fix of graph_verify.py) and the fixture's golden registered.
+WITH_GRAPH_VERIFY = {"graph-verify-mismatch", "noise-graph-verify-index"}
 TIMEOUT_S = 60
 HANG_WATCH_S = 8
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -70,12 +74,28 @@ def child(fixture: Path) -> None:
     try:
         impl = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(impl)
+        if fixture.name in WITH_GRAPH_VERIFY:
+            register_golden(fixture, name, args)
         getattr(impl, f"{name}_wrapper")(*args)
         print("\nCHILD: returned normally", flush=True)
     except BaseException as exc:  # noqa: BLE001 - the point is to show what pypto raises
         line = getattr(getattr(exc, "node", None), "lineno", None)  # set on pypto's parser errors
         where = f"(exc.node.lineno={line}) " if line else ""
         print(f"\nCHILD RAISED: {where}{type(exc).__module__}.{type(exc).__name__}: {exc}\nCHILD END", flush=True)
+
+
+def register_golden(fixture: Path, name: str, args: list) -> None:  # type: ignore[type-arg]
+    import pypto
+    from common import load_calculator
+    from graph_verify import install_fix
+
+    load_calculator()
+    install_fix()
+    spec = importlib.util.spec_from_file_location(f"{name}_golden", fixture / f"{name}_golden.py")
+    golden = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(golden)
+    pypto.set_verify_options(enable_pass_verify=True, pass_verify_pass_filter=[])
+    pypto.set_verify_golden_data(goldens=[None] * len(args) + [getattr(golden, f"{name}_golden")(*args)])
 
 
 def rss_mb(pid: int) -> float:

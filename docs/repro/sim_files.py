@@ -56,6 +56,8 @@ def run(shape: tuple[int, int], quiet: str = "") -> None:
     print("output folder:", folder.relative_to(root))
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     print(f"folder size: {size / 1e6:.1f} MB")
+    print("folder holds:", sorted(p.name for p in folder.iterdir()),
+          "| kernel_aicpu file types:", sorted({p.suffix for p in (folder / "kernel_aicpu").iterdir()}))
     print("CostModelSimulationOutput:", sorted(p.name for p in sim.iterdir() if p.is_file()))
     print("stderr tracebacks:", proc.stderr.count("Traceback"),
           "| mentions matplotlib:", "matplotlib" in proc.stderr)

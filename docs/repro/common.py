@@ -14,13 +14,16 @@ from pathlib import Path
 def scratch(name: str) -> Path:
     """A fresh temp dir holding pypto's output folders, home and logs; ASCEND_HOME_PATH unset.
 
-    It is removed at exit unless REPRO_KEEP=1 is set (then its path is printed).
+    It is removed at exit unless REPRO_KEEP=1 is set (then its path is printed). Child processes make theirs
+    inside it, so the dirs of children that crash go with it.
     """
-    root = Path(tempfile.mkdtemp(prefix=f"pypto-repro-{name}-"))
+    parent = os.environ.get("REPRO_SCRATCH_PARENT")
+    root = Path(tempfile.mkdtemp(prefix=f"pypto-repro-{name}-", dir=parent))
     if os.environ.get("REPRO_KEEP") == "1":
         print(f"(keeping {root})")
-    else:
+    elif parent is None:
         atexit.register(shutil.rmtree, root, True)
+        os.environ["REPRO_SCRATCH_PARENT"] = str(root)
     for sub in ("output", "pypto_home", "logs"):
         (root / sub).mkdir()
     os.environ.pop("ASCEND_HOME_PATH", None)

@@ -8,6 +8,7 @@ from typing import Any
 
 from runtime.dtypes import canonical_dtype
 from runtime.errors import SubmissionError
+from runtime.timing import TimingSpec, parse_spec
 
 INIT_KINDS = ("randn", "rand", "ones", "zeros", "arange")
 COMPARE_KINDS = ("strict", "ratio")
@@ -37,6 +38,7 @@ class CaseSpec:
     params: dict[str, Any] = field(default_factory=dict)
     output_args: list[int | str] | None = None  # kernel arguments that are outputs, when named
     verify_passes: bool = False
+    timing: TimingSpec | None = None  # NPU runs time the kernel when asked (runtime/timing.py)
 
 
 @dataclass
@@ -133,6 +135,7 @@ def _parse_case(where: str, index: int, item: Any) -> CaseSpec:
         params=params,
         output_args=output_args,
         verify_passes=bool(item.get("verify_passes", False)),
+        timing=parse_spec(label, item.get("timing")),
     )
 
 

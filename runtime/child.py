@@ -13,13 +13,14 @@ import runpy
 import sys
 import time
 import traceback
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Iterator, NoReturn
 
 import torch
 
-from runtime import costmodel, graph_verify, instrument, metrics
+from runtime import costmodel, graph_verify, instrument, metrics, timing
+from runtime import device as device_mod
 from runtime.events import Events
 
 TORCH_DTYPES = {
@@ -46,6 +47,9 @@ def main(req: dict[str, Any], events_fd: int) -> NoReturn:
     try:
         _prepare_process(req)
         rec = instrument.install(req["mode"], events)
+        # NPU: torch_npu and set_device, a stage of its own: a failure here is the card's or the host's.
+        with stage(rec, "device", req.get("src_dir", "")) if req["mode"] == "npu" else nullcontext():
+            device_mod.open_device(req)
         if req["kind"] == "package":
             _run_package_case(req, rec)
         else:
@@ -77,10 +81,6 @@ def _prepare_process(req: dict[str, Any]) -> None:
     # Files that peek `--run_mode` in sys.argv at import (the decorator binding idiom) see the job's mode.
     sys.argv = [req.get("script") or "crosscheck-case", "--run_mode", req["mode"]]
     torch.set_num_threads(1)
-    if req["mode"] == "npu":
-        import torch_npu  # noqa: F401  (registers the npu device)
-
-        torch.npu.set_device(int(req.get("device_id") or 0))
 
 
 def error_info(exc: BaseException, src_dir: str) -> dict[str, Any]:
@@ -141,8 +141,12 @@ def load_function(src_dir: str, entry: dict[str, str]) -> Any:
     return fn
 
 
-def make_input(spec: dict[str, Any], device: str) -> torch.Tensor:
-    """Draw one input the way pypto-gym tests do, after torch.manual_seed(seed)."""
+def make_input(spec: dict[str, Any], device: str = "cpu") -> torch.Tensor:
+    """Draw one input the way pypto-gym tests do, after torch.manual_seed(seed).
+
+    The harness draws on the CPU and then places the tensor (device.place), so a case gets the
+    same values in SIM and on the NPU and their diffs compare like with like.
+    """
     dtype = TORCH_DTYPES[spec["dtype"]]
     shape = spec["shape"]
     init = spec.get("init", "randn")
@@ -172,13 +176,13 @@ def as_outputs(value: Any, what: str) -> list[Any]:
 
 def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
     src, case, mode = req["src_dir"], req["case"], req["mode"]
-    device = f"npu:{int(req.get('device_id') or 0)}" if mode == "npu" else "cpu"
+    device = device_mod.current()
     params = case.get("params") or {}
     tolerance = (float(req["tolerance"][0]), float(req["tolerance"][1]))
     with stage(rec, "golden", src):
         golden_fn = load_function(src, req["golden"])
         torch.manual_seed(case["seed"])
-        inputs = [make_input(spec, device) for spec in case["inputs"]]
+        inputs = [device.place(make_input(spec)) for spec in case["inputs"]]
         goldens = _golden(golden_fn, inputs, params)
     rec.inputs, rec.goldens = inputs, goldens  # for launch hooks (graph verify)
     _scrub_freed_memory([*inputs, *goldens])
@@ -186,8 +190,7 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
     with stage(rec, mode, src):
         wrapper = load_function(src, req["impl"])
         result = wrapper(*inputs, **params)
-        if mode == "npu":
-            torch.npu.synchronize()
+        device.synchronize()
     with stage(rec, "compare", src):
         outputs = as_outputs(result, "the wrapper")
         if len(outputs) != len(goldens):
@@ -209,6 +212,20 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
         rec.events.emit("result", **result_event)
     if graph is not None and graph.verify_passes:
         _verify_passes(req, rec, wrapper, inputs, params, graph)
+    if case.get("timing"):
+        _time_kernel(rec, device, mode, src, lambda: wrapper(*inputs, **params), case["timing"])
+
+
+def _time_kernel(rec: instrument.Recorder, device: device_mod.Device, mode: str, src: str, call: Any,
+                 spec: dict[str, int]) -> None:
+    """The case asked for timing: on the NPU, median and spread of the launch; SIM says why not."""
+    if mode != "npu":
+        rec.events.emit("timing", status="skipped",
+                        reason="timing runs on the NPU; in SIM the cost model estimates the time")
+        return
+    with stage(rec, "timing", src), rec.unobserved():  # no snapshots: they would be timed too
+        result = timing.measure(call, device.synchronize, timing.TimingSpec(**spec))
+    rec.events.emit("timing", status="ok", device=device.name, **result)
 
 
 def _scrub_freed_memory(like: list[torch.Tensor], rounds: int = 4) -> None:

@@ -6,8 +6,9 @@ ones instrumented. The run mode is forced here whatever the file bound at import
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -41,6 +42,16 @@ class Recorder:
         self.in_kernel: str | None = None  # the kernel being launched, for crash reports
         self.inputs: list[torch.Tensor] = []
         self.goldens: list[torch.Tensor] | None = None
+        self.observing = True  # off while timing: launches then run bare (mode still forced)
+
+    @contextmanager
+    def unobserved(self) -> Iterator[None]:
+        """Launches inside run without snapshots, hooks or records (the timing loop's repeats)."""
+        self.observing = False
+        try:
+            yield
+        finally:
+            self.observing = True
 
 
 _recorder: Recorder | None = None
@@ -97,6 +108,8 @@ def _patch_jit(rec: Recorder) -> None:
     def launch(self: Any, *args: Any, **kwargs: Any) -> Any:
         # Force the job's mode whatever the decorator bound at import time.
         self._runtime_options["run_mode"] = forced
+        if not rec.observing:
+            return original(self, *args, **kwargs)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         for hook in rec.before_launch:
             hook(self, tensors)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 # Variables passed through from the host when set. CANN's own variables only reach NPU jobs.
 PASS_THROUGH = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "TZ")
-NPU_PASS_THROUGH_PREFIXES = ("ASCEND_", "LD_LIBRARY_PATH", "PYTHONPATH", "TOOLCHAIN_HOME", "ASCEND_OPP_PATH")
+NPU_PASS_THROUGH_PREFIXES = ("ASCEND_", "LD_LIBRARY_PATH", "PYTHONPATH", "TOOLCHAIN_HOME", "ASCEND_OPP_PATH",
+                             "CROSSCHECK_NPU_TEST_DOUBLE")
 JOB_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
@@ -82,7 +83,7 @@ def job_environment(dirs: JobDirs, mode: str, config_path: Path | None, device_i
                 env[key] = value
         env["PATH"] = os.environ.get("PATH", JOB_PATH)
         if device_id is not None:
-            env["TILE_FWK_DEVICE_ID"] = str(device_id)
+            env["TILE_FWK_DEVICE_ID"] = str(device_id)  # the job's card, for scripts that read it (docs/pypto.md §5)
     return env
 
 

@@ -111,7 +111,7 @@ def _structural(report: dict[str, Any], failed: dict[str, Any] | None, mode: str
         return "crash"
     if failed and failed["stage"] in (mode, "compare"):
         return "error"
-    if failed and failed["stage"] == "golden":
+    if failed and failed["stage"] in ("golden", "device"):
         return "not_run"
     return "ok"
 
@@ -207,6 +207,7 @@ def build(ctx: JobContext, report: dict[str, Any], warm_log_dir: Path | None) ->
         asserts_failed=script["asserts_failed"] if script else 0,
         markers=script["markers"] if script else {},
         graph_status=graph.get("status") if graph else None,
+        device_failed=bool(failed and failed["stage"] == "device"),
     )
     verdict, precision, reason = verdicts.decide(ev)
     fail_stage = failed["stage"] if failed else (last_stage or ctx.mode)
@@ -226,7 +227,7 @@ def build(ctx: JobContext, report: dict[str, Any], warm_log_dir: Path | None) ->
         metrics=metrics, precision=precision, output_written=output_written, kernel_launches=len(launches),
         cost_model=_cost_model(launches) if ctx.mode == "sim" else None, verdict=verdict,
         verdict_reason=reason, duration_s=float(report.get("wall_s") or 0.0), stages=stages,
-        launches=launches, script=script, graph_verify=graph,
+        launches=launches, script=script, graph_verify=graph, timing=_timing(events),
         logs={"stdout": stdout[-TAIL_CHARS:], "stderr": stderr[-TAIL_CHARS:], "plog": plog[-TAIL_CHARS:]},
         job_dir=str(ctx.dirs.root),
     )
@@ -259,6 +260,18 @@ def _graph_verify(events: list[dict[str, Any]], result_ev: dict[str, Any] | None
     if passes:
         gv["passes"] = {k: v for k, v in passes.items() if k != "event"}
     return gv
+
+
+def _timing(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The timing the case asked for (runtime/timing.py), or why there is none."""
+    ev = next((e for e in events if e["event"] == "timing"), None)
+    if ev is not None:
+        return {k: v for k, v in ev.items() if k != "event"}
+    failed = next((e for e in events if e["event"] == "stage" and e["name"] == "timing" and e["status"] == "error"),
+                  None)
+    if failed is not None:
+        return {"status": "error", "error": (failed.get("error") or {}).get("message", "")}
+    return None
 
 
 def _worst_assert(asserts: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -96,6 +96,7 @@ class CaseResult:
     stages: list[Stage] = field(default_factory=list)
     launches: list[Launch] = field(default_factory=list)
     graph_verify: dict[str, Any] | None = None
+    timing: dict[str, Any] | None = None  # NPU runs whose case asks: median and spread (runtime.timing)
     script: dict[str, Any] | None = None
     logs: dict[str, str] = field(default_factory=dict)  # stdout/stderr/plog tails
     job_dir: str = ""
@@ -109,6 +110,7 @@ class Environment:
     host: str
     cann: str | None
     sandbox: dict[str, Any] = field(default_factory=dict)
+    npu: dict[str, Any] = field(default_factory=dict)  # NPU runs: card, CANN, driver, SoC (runtime.host)
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """Run one submission on this host: syntax, lint, then one sandboxed job per case."""
 from __future__ import annotations
 
+import dataclasses
 import re
 import tempfile
 import time
@@ -11,7 +12,7 @@ from typing import Any, Callable
 from runtime import submission as submission_mod
 from runtime.dtypes import default_tolerance
 from runtime.errors import NO_NPU_MESSAGE, HostError, SubmissionError
-from runtime.host import environment, npu_status
+from runtime.host import choose_device, environment, npu_fingerprint, npu_status
 from runtime.jobenv import JobDirs, job_environment
 from runtime.lint import GOLDEN_FALLBACK, lint_files
 from runtime.outcome import JobContext, build
@@ -51,10 +52,14 @@ def run_submission(path: Path, options: RunOptions, warm: WarmParent | None = No
     start = time.perf_counter()
     if options.mode not in ("sim", "npu"):
         raise SubmissionError(f"unknown mode {options.mode!r}; use sim or npu")
+    npu: dict[str, Any] = {}
     if options.mode == "npu":
         available, why = npu_status()
         if not available:
             raise HostError(f"{NO_NPU_MESSAGE} ({why})")
+        choice = choose_device(options.device_id)
+        options = dataclasses.replace(options, device_id=choice.id)
+        npu = npu_fingerprint(choice)
     work = Path(options.work_dir) if options.work_dir else Path(tempfile.mkdtemp(prefix="crosscheck-run-"))
     work.mkdir(parents=True, exist_ok=True)
     work.chmod(0o755)
@@ -67,10 +72,11 @@ def run_submission(path: Path, options: RunOptions, warm: WarmParent | None = No
                        f"{len(findings)} finding(s)")
     report = Report(
         submission=Submission(kind=sub.kind, name=sub.name, sha256=sub.sha256, files=sub.files),
-        mode=options.mode, environment=environment(), lint=findings,
+        mode=options.mode, environment=environment(npu=npu), lint=findings,
     )
     own_warm = warm is None
     runner = _CaseRunner(sub, options, work, findings, [syntax_stage, lint_stage])
+    runner.test_double = bool(npu.get("test_double"))
     try:
         if syntax_errors:
             report.cases = runner.syntax_failures(syntax_errors)
@@ -121,6 +127,7 @@ class _CaseRunner:
         self.golden_fallback = any(f.rule == GOLDEN_FALLBACK for f in findings)
         self.warm: WarmParent | None = None
         self.sandbox_info: dict[str, Any] | None = None
+        self.test_double = False  # NPU runs on our tests' torch_npu double: no precision evidence
         self._count = 0
 
     def syntax_failures(self, errors: list[ErrorInfo]) -> list[CaseResult]:
@@ -245,7 +252,8 @@ class _CaseRunner:
             impl={"file": self.sub.impl.file, "function": self.sub.impl.function},
             golden={"file": self.sub.golden.file, "function": self.sub.golden.function},
             case={"id": case.id, "seed": case.seed, "params": case.params,
-                  "inputs": [i.__dict__ for i in case.inputs], "output_args": case.output_args},
+                  "inputs": [i.__dict__ for i in case.inputs], "output_args": case.output_args,
+                  "timing": dataclasses.asdict(case.timing) if case.timing else None},
             tolerance=list(tolerance),
         )
         request["graph_verify"]["verify_passes"] = self.options.verify_passes or case.verify_passes
@@ -287,4 +295,15 @@ class _CaseRunner:
             self.sandbox_info = report.get("isolation")
         case = build(ctx, report, self.warm.log_dir)
         case.stages = [*self.shared_stages, *case.stages]
+        if self.test_double:
+            label_test_double(case)
         return case
+
+
+def label_test_double(case: CaseResult) -> None:
+    """A run on the torch_npu test double measured no NPU: it may not claim precision either way."""
+    case.precision = "not_applicable"
+    if case.verdict in ("pass", "precision_fail"):
+        case.verdict_reason = (f"ran on PTO Crosscheck's torch_npu test double, not an NPU: no precision "
+                               f"evidence (the double's outcome was {case.verdict})")
+        case.verdict = "not_run"

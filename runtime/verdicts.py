@@ -56,6 +56,7 @@ class Evidence:
     asserts_passed: int = 0
     asserts_failed: int = 0
     markers: dict[str, int] = field(default_factory=dict)
+    device_failed: bool = False  # NPU: torch_npu or set_device failed before anything ran
 
 
 def decide(ev: Evidence) -> tuple[str, str, str]:
@@ -65,6 +66,8 @@ def decide(ev: Evidence) -> tuple[str, str, str]:
     if ev.structural in ("crash", "oom"):
         what = "ran out of memory" if ev.structural == "oom" else "crashed"
         return CRASH, "not_applicable", f"the job process {what}"
+    if ev.device_failed:
+        return NOT_RUN, "not_applicable", "the NPU device could not be set up, so nothing ran: see the error"
     if ev.golden_failed:
         return NOT_RUN, "not_applicable", "the golden failed: fix the submission's golden; the kernel was not judged"
     if ev.is_script:

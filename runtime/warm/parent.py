@@ -25,12 +25,15 @@ def _preload(mode: str) -> dict[str, Any]:
     import numpy.testing  # noqa: F401
     import torch
 
+    if mode == "npu":
+        # Before pypto, as NPU scripts do; refuses the test double or the SIM stand-in (runtime/device.py).
+        from runtime.device import load_torch_npu
+
+        load_torch_npu()
     import pypto
     import pypto.frontend  # noqa: F401
     from runtime import child, graph_verify, instrument, metrics  # noqa: F401
 
-    if mode == "npu":
-        import torch_npu  # noqa: F401
     info = {"pypto": getattr(pypto, "__version__", "unknown"), "torch": torch.__version__,
             "python": sys.version.split()[0]}
     graph_verify.preload(info)

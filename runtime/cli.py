@@ -31,7 +31,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory", type=float, default=8.0, metavar="GIB", help="address-space limit per case")
     p.add_argument("--json", type=Path, metavar="FILE", help="write the JSON report here ('-' for stdout)")
     p.add_argument("--work-dir", type=Path, help="where job dirs go (default: a new temp dir)")
-    p.add_argument("--device", type=int, default=None, help="NPU device id (NPU mode)")
+    p.add_argument("--device", type=int, default=None, metavar="ID",
+                   help="NPU card (NPU mode; default: TASK_DEVICE, else TILE_FWK_DEVICE_ID, else 0)")
     p.add_argument("--no-graph-verify", action="store_true", help="skip the CPU graph-verify oracle in SIM")
     p.add_argument("--verify-passes", action="store_true", help="also check every lowered pass (slow)")
     p.add_argument("--cache-dir", type=Path, default=None, help="graph-verify calculator cache")
@@ -78,7 +79,7 @@ def run_command(args: argparse.Namespace) -> int:
 
         report = run_submission(args.path, options, on_case=progress)
     except (SubmissionError, HostError) as exc:
-        err.print(f"[bold red]error:[/] {exc}")
+        err.print(f"[bold red]error:[/] {exc}", soft_wrap=True)  # one line, whatever the width
         return EXIT_UNUSABLE
     except WarmParentError as exc:
         err.print(f"[bold red]error:[/] infrastructure: {exc}")

@@ -129,6 +129,22 @@ def npu_status() -> tuple[bool, str]:
     return True, "ok"
 
 
+def parse_device_list(text: str) -> list[int]:
+    """"0-7", "0,2,4" or "0-3,6" as a sorted list of card ids; ValueError names a bad part."""
+    ids: set[int] = set()
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        low, sep, high = part.partition("-")
+        if not low.strip().isdigit() or (sep and not high.strip().isdigit()):
+            raise ValueError(f"bad device list {text!r}: {part!r} is not a card id or a range like 0-7")
+        first, last = int(low), int(high) if sep else int(low)
+        if last < first:
+            raise ValueError(f"bad device list {text!r}: the range {part!r} runs backwards")
+        ids.update(range(first, last + 1))
+    return sorted(ids)
+
+
 @dataclass(frozen=True)
 class DeviceChoice:
     id: int
@@ -162,7 +178,7 @@ def choose_device(option: int | None, env: dict[str, str] | None = None) -> Devi
 
 def npu_fingerprint(device: DeviceChoice) -> dict[str, Any]:
     """CANN, driver and SoC of the card a run uses, for the report's environment."""
-    text, problem = npu_smi.run(_smi_executable())
+    text, problem = npu_smi.run(smi_executable())
     smi = npu_smi.parse(text) if text else None
     card = smi.card(device.id) if smi else None
     fingerprint: dict[str, Any] = {
@@ -176,7 +192,7 @@ def npu_fingerprint(device: DeviceChoice) -> dict[str, Any]:
     return fingerprint
 
 
-def _smi_executable() -> str:
+def smi_executable() -> str:
     double = test_double_dir()
     return str(double / "bin" / "npu-smi") if double is not None else "npu-smi"
 

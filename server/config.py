@@ -7,6 +7,8 @@ from pathlib import Path
 from pydantic import field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from runtime.host import parse_device_list
+
 DEFAULT_DATA_DIR = Path("crosscheck-data")
 
 
@@ -29,13 +31,42 @@ class Settings(BaseSettings):
     stale_job_s: float = 120.0  # a running job without heartbeat this long is re-queued
     max_attempts: int = 3
     broker_poll_s: float = 0.1
+    # NPU workers (docs/npu.md): the cards a worker may use ("0-7", "0,1"; "" = every card it finds),
+    # device-level failures in a row before a card is quarantined, and where the card ledger lives.
+    npu_devices: str = ""
+    npu_quarantine_after: int = 3
+    npu_state_dir: Path | None = None  # default: data_dir/npu
+    # An NPU job waits as awaiting_npu while no NPU worker is online, and expires after this long.
+    npu_wait_s: float = 24 * 3600.0
 
-    @field_validator("case_timeout_s", "case_memory_gib", "job_heartbeat_s", "stale_job_s")
+    @field_validator("case_timeout_s", "case_memory_gib", "job_heartbeat_s", "stale_job_s", "npu_wait_s")
     @classmethod
     def _positive(cls, value: float) -> float:
         if value <= 0:
             raise ValueError("must be positive")
         return value
+
+    @field_validator("npu_devices")
+    @classmethod
+    def _device_list(cls, value: str) -> str:
+        parse_device_list(value)  # a ValueError names the bad part
+        return value.strip()
+
+    @field_validator("npu_quarantine_after")
+    @classmethod
+    def _at_least_one(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError("must be at least 1")
+        return value
+
+    @property
+    def allowed_npu_devices(self) -> list[int] | None:
+        """NPU_DEVICES as card ids, or None for every card the worker finds."""
+        return parse_device_list(self.npu_devices) if self.npu_devices else None
+
+    @property
+    def resolved_npu_state_dir(self) -> Path:
+        return (self.npu_state_dir or self.data_dir / "npu").resolve()
 
     @property
     def resolved_database_url(self) -> str:

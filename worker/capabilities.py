@@ -12,6 +12,9 @@ from typing import Any
 from runtime import calculator
 from runtime.errors import NO_NPU_MESSAGE
 from runtime.host import environment, npu_devices, npu_status
+from runtime.npu_probe import NpuHost, probe
+from worker.card_health import CardLedger
+from worker.card_pool import CardPool
 
 log = logging.getLogger(__name__)
 
@@ -20,40 +23,82 @@ STOP_GRACE_S = 10.0
 
 
 class NoNpuHost(SystemExit):
-    """An NPU worker was asked to start on a host without an NPU (exits the worker with the message)."""
+    """An NPU worker was asked to start on a host without a usable NPU (exits the worker with the message)."""
 
 
-def host_modes() -> list[str]:
+def host_modes(npu: NpuHost | None = None) -> list[str]:
+    """sim always; npu when the start-up probe found usable cards (or, without a probe, the quick check)."""
+    if npu is not None:
+        return ["sim", "npu"] if npu.usable else ["sim"]
     available, _ = npu_status()
     return ["sim", "npu"] if available else ["sim"]
 
 
-def check_queues(queues: list[str]) -> None:
-    """Refuse to consume the npu queue on a host without an NPU, with the runtime's message."""
+def check_queues(queues: list[str], npu: NpuHost | None = None) -> None:
+    """Refuse to consume the npu queue on a host without a usable NPU, naming what is missing."""
     if "npu" not in queues:
         return
-    available, why = npu_status()
-    if not available:
-        raise NoNpuHost(f"refusing to consume the npu queue: {NO_NPU_MESSAGE} ({why})")
+    if npu is None:
+        available, why = npu_status()
+        if not available:
+            raise NoNpuHost(f"refusing to consume the npu queue: {NO_NPU_MESSAGE} ({why})")
+        return
+    if not npu.usable:
+        raise NoNpuHost(f"refusing to consume the npu queue: {NO_NPU_MESSAGE} ({npu.problem})")
 
 
-def device_id() -> int | None:
-    """The NPU device jobs use: TILE_FWK_DEVICE_ID (the ecosystem's convention), else the first one."""
-    env = os.environ.get("TILE_FWK_DEVICE_ID")
-    if env is not None and env.strip().isdigit():
-        return int(env)
-    devices = npu_devices()
-    return devices[0] if devices else None
+def probe_npu(queues: list[str], allowed: list[int] | None) -> NpuHost | None:
+    """The start-up probe (runtime.npu_probe), for workers that consume the npu queue.
+
+    TASK_DEVICE, set by npu-taskqueue for the process it starts, narrows the cards to that one.
+    """
+    if "npu" not in queues:
+        return None
+    task_device = os.environ.get("TASK_DEVICE", "").strip()
+    if task_device.isdigit():
+        allowed = [int(task_device)] if allowed is None or int(task_device) in allowed else []
+    return probe(allowed)
 
 
-def capabilities(graph_verify: str) -> dict[str, Any]:
+def card_rows(npu: NpuHost, pool: CardPool, ledger: CardLedger) -> list[dict[str, Any]]:
+    """One row per usable card for the Workers page: npu-smi's view, the ledger, the job on it."""
+    health = ledger.snapshot()
+    busy = pool.busy()
+    smi = {c["device"]: c for c in npu.cards}
+    rows = []
+    for card in pool.devices:
+        row = health.get(card, {})
+        info = smi.get(card, {})
+        rows.append({
+            "device": card, "soc": info.get("name"), "npu_smi_health": info.get("health"),
+            "state": "quarantined" if row.get("quarantined") else ("busy" if card in busy else "free"),
+            "job_id": busy.get(card), "failures_in_row": row.get("failures_in_row", 0),
+            "failures": row.get("failures", 0), "jobs_ok": row.get("jobs_ok", 0),
+            "quarantined_at": row.get("quarantined_at"), "reason": row.get("reason"),
+            "last_failure": row.get("last_failure"),
+        })
+    return rows
+
+
+def capabilities(graph_verify: str, npu: NpuHost | None = None, pool: CardPool | None = None,
+                 ledger: CardLedger | None = None) -> dict[str, Any]:
     env = environment()
-    return {
-        "modes": host_modes(),
-        "devices": npu_devices(),
+    caps: dict[str, Any] = {
+        "modes": host_modes(npu),
+        "devices": npu_devices() if npu is None else list(npu.usable),
         "versions": {"pypto": env.pypto, "torch": env.torch, "python": env.python, "cann": env.cann},
         "graph_verify": graph_verify,
     }
+    if npu is not None:
+        quarantined = ledger.quarantined() if ledger is not None else set()
+        usable = [d for d in npu.usable if d not in quarantined]
+        caps["modes"] = ["sim", "npu"] if usable else ["sim"]  # every card quarantined: not an NPU worker now
+        caps["versions"].update(torch_npu=npu.torch_npu, driver=npu.driver)
+        caps["npu"] = {"usable": usable, "quarantined": sorted(quarantined), "problem": npu.problem,
+                       "device_count": npu.device_count, "test_double": npu.test_double}
+        if pool is not None and ledger is not None:
+            caps["cards"] = card_rows(npu, pool, ledger)
+    return caps
 
 
 class CalculatorBuild:

@@ -111,5 +111,7 @@ class ApiClient:
         r = self._request("POST", f"/internal/jobs/{job_id}/result", retries=retries, files=parts)
         return bool(r.json().get("stored"))
 
-    def worker_heartbeat(self, body: dict[str, Any]) -> None:
-        self._request("POST", "/workers/heartbeat", json=body)
+    def worker_heartbeat(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Post the worker's heartbeat; the answer carries admin requests such as card releases."""
+        answer: dict[str, Any] = self._request("POST", "/workers/heartbeat", json=body).json()
+        return answer

@@ -6,6 +6,7 @@ exceptions from here are our own infrastructure.
 """
 from __future__ import annotations
 
+import dataclasses
 import io
 import logging
 import tarfile
@@ -21,8 +22,11 @@ from runtime.host import npu_status
 from runtime.report import CaseResult, Report
 from runtime.runner import RunOptions, run_submission
 from runtime.warm import WarmParentError
+from worker.card_health import CardLedger
+from worker.card_pool import CardPool, NoFreeCard, NoUsableCard
 from worker.client import ApiClient, ApiRejected, ApiUnavailable
 from worker.heartbeat import JobHeartbeat
+from worker.npu_run import run_on_cards
 from worker.warm import WarmHolder
 
 log = logging.getLogger(__name__)
@@ -42,7 +46,8 @@ class WorkerContext:
     name: str
     cache_dir: Path | None
     heartbeat_s: float
-    device_id: int | None = None
+    cards: CardPool | None = None  # NPU workers: one job per card (worker/card_pool.py)
+    ledger: CardLedger | None = None  # and each card's health (worker/card_health.py)
     graph_verify: bool = True
     parallel: int = 1  # cases of one job at once
     warm_parents: dict[str, WarmHolder] = field(default_factory=dict)
@@ -101,15 +106,15 @@ def _execute(ctx: WorkerContext, job: dict[str, Any], tmp: Path, beat: JobHeartb
         mode=job["mode"], cases=list(job["submission"].get("case_filter") or []),
         timeout_s=float(job["case_timeout_s"]), memory_bytes=int(float(job["case_memory_gib"]) * GIB),
         work_dir=tmp / "work", cache_dir=ctx.cache_dir, graph_verify=ctx.graph_verify,
-        device_id=ctx.device_id if job["mode"] == "npu" else None, parallel=ctx.parallel,
+        parallel=ctx.parallel,
     )
 
     def on_case(case: CaseResult, done: int, total: int) -> bool:
         return beat.progress({"done": done, "total": total, "case": case.case, "verdict": case.verdict})
 
     try:
-        report = _run(ctx, path, options, on_case)
-    except (SubmissionError, HostError) as exc:
+        report = _run(ctx, path, options, on_case, job["id"])
+    except (SubmissionError, HostError, NoUsableCard, NoFreeCard) as exc:
         return {"error": str(exc)}
     except interrupts:
         ctx.warm(job["mode"]).reset()  # interrupted mid-request: its answer would confuse the next job
@@ -124,13 +129,24 @@ def _execute(ctx: WorkerContext, job: dict[str, Any], tmp: Path, beat: JobHeartb
             "artifacts": pack_artifacts(report, tmp / "artifacts")}
 
 
-def _run(ctx: WorkerContext, path: Path, options: RunOptions, on_case: Any) -> Report:
+def _run(ctx: WorkerContext, path: Path, options: RunOptions, on_case: Any, job_id: int) -> Report:
+    """Run through the process's warm parent; an NPU job on one of the worker's cards."""
+    if options.mode != "npu":
+        return _run_once(ctx, path, options, on_case)
+    # The runtime's own check, made before an NPU warm parent (which imports torch_npu) starts.
+    available, why = npu_status()
+    if not available or ctx.cards is None or ctx.ledger is None:
+        raise HostError(f"{NO_NPU_MESSAGE} ({why if not available else 'this worker has no NPU cards'})")
+
+    def on_card(card: int) -> Report:
+        work = (options.work_dir or path.parent) / f"card{card}"  # a retry must not reuse the job dirs
+        return _run_once(ctx, path, dataclasses.replace(options, device_id=card, work_dir=work), on_case)
+
+    return run_on_cards(ctx.cards, ctx.ledger, job_id, on_card)
+
+
+def _run_once(ctx: WorkerContext, path: Path, options: RunOptions, on_case: Any) -> Report:
     """Run through the process's warm parent; if it died under us, restart it once and rerun."""
-    if options.mode == "npu":
-        # The runtime's own check, made before an NPU warm parent (which imports torch_npu) starts.
-        available, why = npu_status()
-        if not available:
-            raise HostError(f"{NO_NPU_MESSAGE} ({why})")
     holder = ctx.warm(options.mode)
     try:
         return run_submission(path, options, warm=holder.get(), on_case=on_case)

@@ -1,8 +1,9 @@
 """The worker's process lifecycle, wired to Celery's signals.
 
-- main process, before start: refuse the npu queue on a host without an NPU;
+- main process, before start: probe the NPU cards (runtime.npu_probe); refuse the npu queue without one;
 - main process, when ready: build the graph-verify calculator in the background if needed, and post
-  this worker's heartbeat (capabilities, queues, current job) every JOB_HEARTBEAT_S;
+  this worker's heartbeat (capabilities, cards and their health, queues, current job) every
+  JOB_HEARTBEAT_S, applying the card releases an admin asked for;
 - each pool process: one API client and one warm parent (runtime.warm), kept for its lifetime.
 """
 from __future__ import annotations
@@ -16,7 +17,9 @@ from celery import signals
 
 from runtime.cli import default_cache_dir
 from server.config import Settings, get_settings
-from worker.capabilities import CalculatorBuild, capabilities, check_queues, device_id
+from worker.capabilities import CalculatorBuild, capabilities, check_queues, probe_npu
+from worker.card_health import CardLedger
+from worker.card_pool import CardPool
 from worker.client import ApiClient
 from worker.heartbeat import Ticker
 from worker.jobs import WorkerContext
@@ -50,11 +53,25 @@ def job_context(hostname: str) -> WorkerContext:
 
 def _make_context(hostname: str) -> WorkerContext:
     settings = get_settings()
+    pool, ledger = npu_cards(settings)
     return WorkerContext(
         api=ApiClient(settings.api_url, settings.worker_token), name=hostname,
-        cache_dir=cache_dir(settings), heartbeat_s=settings.job_heartbeat_s, device_id=device_id(),
+        cache_dir=cache_dir(settings), heartbeat_s=settings.job_heartbeat_s, cards=pool, ledger=ledger,
         parallel=max(1, settings.case_parallel),
     )
+
+
+def npu_cards(settings: Settings) -> tuple[CardPool | None, CardLedger | None]:
+    """This host's card pool and health ledger, when the start-up probe found usable cards.
+
+    Both live in files under NPU_STATE_DIR, shared by the pool processes (and kept across restarts).
+    """
+    npu = _main.get("npu")
+    if npu is None or not npu.usable:
+        return None, None
+    state = settings.resolved_npu_state_dir
+    ledger = CardLedger(state / "cards.json", settings.npu_quarantine_after)
+    return CardPool(npu.usable, state, blocked=ledger.quarantined), ledger
 
 
 @signals.celeryd_init.connect
@@ -62,7 +79,11 @@ def _on_celeryd_init(sender: str, options: dict[str, Any] | None = None, **_: An
     queues = _queues((options or {}).get("queues"))
     _main["queues"] = queues
     _main["hostname"] = sender
-    check_queues(queues)  # raises NoNpuHost (a SystemExit) with the runtime's message
+    modes = [q.partition(".")[0] for q in queues]
+    _main["npu"] = probe_npu(modes, get_settings().allowed_npu_devices)
+    check_queues(modes, _main["npu"])  # raises NoNpuHost (a SystemExit) naming what is missing
+    if _main["npu"] is not None:
+        log.info("worker.npu cards=%s test_double=%s", _main["npu"].usable, _main["npu"].test_double)
 
 
 @signals.worker_process_init.connect
@@ -109,10 +130,17 @@ def _on_ready(sender: Any, **_: Any) -> None:
     name = getattr(sender, "hostname", None) or _main.get("hostname") or socket.gethostname()
     queues = sorted(sender.app.amqp.queues.consume_from) if hasattr(sender, "app") else _main.get("queues", [])
 
+    pool, ledger = npu_cards(settings)
+
     def beat() -> None:
-        api.worker_heartbeat({"name": name, "host": socket.gethostname(), "queues": queues,
-                              "capabilities": capabilities(build.state()), "current_job_id": _current_job_id(),
-                              "jobs_done": _jobs_done()})
+        caps = capabilities(build.state(), _main.get("npu"), pool, ledger)
+        answer = api.worker_heartbeat({"name": name, "host": socket.gethostname(), "queues": queues,
+                                       "capabilities": caps, "current_job_id": _current_job_id(),
+                                       "jobs_done": _jobs_done()})
+        releases = (answer or {}).get("card_releases") or {}
+        if ledger is not None and releases:
+            for card in ledger.apply_releases(releases):
+                log.info("npu.card_released card=%s", card)
 
     _main.update(build=build, api=api, ticker=Ticker("worker-heartbeat", settings.job_heartbeat_s, beat).start())
     log.info("worker.ready name=%s queues=%s", name, ",".join(queues))

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import logging
+import time
 
 from celery import Task
-from celery.exceptions import SoftTimeLimitExceeded
+from celery.exceptions import Reject, SoftTimeLimitExceeded
 
 from worker import jobs, lifecycle
 from worker.app import TASK_RUN, app
@@ -13,6 +14,8 @@ from worker.client import ApiUnavailable, backoff_s
 log = logging.getLogger(__name__)
 
 CLAIM_MAX_RETRIES = 10  # about 5 minutes of backoff while the API is down
+# Every card quarantined: the job goes back to the queue unclaimed, after this pause (no busy loop).
+NO_CARD_BACKOFF_S = 30.0
 
 
 @app.task(name=TASK_RUN, bind=True, max_retries=CLAIM_MAX_RETRIES)
@@ -20,6 +23,12 @@ def run(self: Task, job_id: int, attempt: int) -> str:
     """Run one job attempt. Retried only when the API could not be reached to claim it;
     a kernel failure is a result, never a retry."""
     ctx = lifecycle.job_context(self.request.hostname or "worker")
+    queue = str((self.request.delivery_info or {}).get("routing_key") or "")
+    if queue.partition(".")[0] == "npu" and ctx.cards is not None and not ctx.cards.usable():
+        # Not claimed, so it stays queued (awaiting_npu while no worker has a usable card).
+        log.warning("job.no_usable_card job_id=%s; every card is quarantined, giving the job back", job_id)
+        time.sleep(NO_CARD_BACKOFF_S)
+        raise Reject("every NPU card of this worker is quarantined", requeue=True)
     try:
         return jobs.run_job(ctx, int(job_id), int(attempt), interrupts=(SoftTimeLimitExceeded,))
     except ApiUnavailable as exc:

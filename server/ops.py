@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from server.config import Settings
 from server.models import Job, Worker
 from server.models.base import utcnow
-from server.models.job import FINISHED, QUEUED, STATUSES
+from server.models.job import FINISHED, STATUSES, WAITING
 from server.schemas.common import ErrorRead
 from server.services import queries
 from server.services.workers import ONLINE_HEARTBEATS
@@ -87,9 +87,10 @@ class JobsCollector(Collector):
         with self.maker() as session:
             by_state = queries.jobs_by_state(session)
             yield _jobs_gauge(by_state)
-            depth = GaugeMetricFamily("crosscheck_queue_depth", "Queued jobs per queue", labels=["queue"])
+            depth = GaugeMetricFamily("crosscheck_queue_depth", "Waiting jobs per queue (queued or awaiting_npu)",
+                                      labels=["queue"])
             for queue in sorted({q for q, _ in by_state} | set(QUEUES)):
-                depth.add_metric([queue], by_state.get((queue, QUEUED), 0))
+                depth.add_metric([queue], sum(by_state.get((queue, s), 0) for s in WAITING))
             yield depth
             yield _durations(session)
             yield _workers_online(session, self.settings.job_heartbeat_s)

@@ -5,6 +5,8 @@ killed worker can lose its message), so every SWEEP_INTERVAL_S it:
 - re-queues running jobs whose heartbeat expired (a new attempt), or fails them after max_attempts;
 - re-sends queued jobs older than 2 x stale_job_s whose message may be lost, backing off per job
   (the claim is attempt-guarded, so a duplicate message is harmless, only wasted);
+- moves NPU jobs between queued and awaiting_npu as NPU workers come and go, and expires the ones
+  that waited longer than NPU_WAIT_S (server/services/npu_wait.py);
 - deletes consumed messages from the embedded SQLite broker's table, which kombu never does.
 Messages are sent only after the sweep's transaction commits.
 """
@@ -19,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from server.config import Settings
 from server.queue import Producer
-from server.services import jobs
+from server.services import jobs, npu_wait
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +35,7 @@ class SweepReport:
     requeued: list[int] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
     resent: list[int] = field(default_factory=list)
+    npu: npu_wait.NpuWaitReport = field(default_factory=npu_wait.NpuWaitReport)
     purged: int = 0
 
 
@@ -49,6 +52,7 @@ class Sweeper:
         report, sends = SweepReport(), []
         resend_after = RESEND_AFTER_STALE * self.settings.stale_job_s
         with self.maker() as session, session.begin():
+            report.npu = npu_wait.sweep(session, self.settings)
             for job in jobs.stale_jobs(session, self.settings.stale_job_s):
                 if jobs.requeue_or_fail(session, job, self.settings.max_attempts):
                     report.requeued.append(job.id)
@@ -65,6 +69,9 @@ class Sweeper:
         for args in sends:
             self.producer.enqueue(*args)
         report.purged = self.producer.purge_consumed(CONSUMED_MESSAGE_TTL_S)
+        npu = report.npu
+        if npu.awaiting or npu.resumed or npu.expired:
+            log.info("sweeper.npu awaiting=%s resumed=%s expired=%s", npu.awaiting, npu.resumed, npu.expired)
         if report.requeued or report.failed or report.resent or report.purged:
             log.info("sweeper.swept requeued=%s failed=%s resent=%s purged=%s",
                      report.requeued, report.failed, report.resent, report.purged)

@@ -1,11 +1,12 @@
-"""Workers: their heartbeat (scope worker) and the list (scope read)."""
+"""Workers: their heartbeat (scope worker), the list (scope read), releasing NPU cards (scope admin)."""
 from __future__ import annotations
 
 from fastapi import APIRouter
 
 from server.api.deps import SessionDep, SettingsDep
-from server.auth import ReadCaller, WorkerCaller
-from server.schemas.worker import WorkerHeartbeat, WorkerList, WorkerRead
+from server.auth import AdminCaller, ReadCaller, WorkerCaller
+from server.schemas.common import ErrorRead
+from server.schemas.worker import CardReleaseRead, WorkerHeartbeat, WorkerList, WorkerRead
 from server.services import queries, workers
 
 router = APIRouter(prefix="/workers", tags=["workers"])
@@ -25,3 +26,10 @@ def worker_heartbeat(body: WorkerHeartbeat, caller: WorkerCaller, session: Sessi
     worker = workers.heartbeat(session, body.name, body.host, body.queues, body.capabilities,
                                body.current_job_id, body.jobs_done)
     return WorkerRead.model_validate(worker).model_copy(update={"online": True})
+
+
+@router.post("/{name}/cards/{card}/release", response_model=CardReleaseRead,
+             summary="Release a quarantined NPU card", responses={404: {"model": ErrorRead}, 409: {"model": ErrorRead}})
+def release_card(name: str, card: int, caller: AdminCaller, session: SessionDep) -> CardReleaseRead:
+    """The worker takes the card back into its pool at its next heartbeat; 409 when it is not quarantined."""
+    return CardReleaseRead(worker=name, card=card, release=workers.release_card(session, name, card))

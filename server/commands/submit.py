@@ -29,7 +29,7 @@ UPLOAD_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".py")
 SKIP_DIRS = {"__pycache__", ".git", "output", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 ZIP_EPOCH = (2020, 1, 1, 0, 0, 0)
 POLL_S = 1.0
-FINISHED = ("succeeded", "failed", "error", "cancelled", "timeout")
+FINISHED = ("succeeded", "failed", "error", "cancelled", "timeout", "expired")
 TRANSIENT_TRIES = 5  # while waiting, ride out a server restart of a few seconds
 
 
@@ -159,6 +159,9 @@ def _state(job: dict[str, Any]) -> str:
     if status == "queued":
         pos = job.get("queue_position")
         return f"queued (position {pos} in {job['queue']})" if pos else "queued"
+    if status == "awaiting_npu":
+        pos = job.get("queue_position")
+        return "awaiting an NPU worker (none online" + (f"; position {pos} in the npu queue)" if pos else ")")
     if status == "running":
         p = job.get("progress") or {}
         if p.get("total"):

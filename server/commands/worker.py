@@ -18,7 +18,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("worker", help="run a worker that verifies queued jobs")
     p.add_argument("--queue", action="append", choices=QUEUES, default=[], metavar="sim|npu",
                    help="queue to consume (repeatable; default: sim)")
-    p.add_argument("--concurrency", type=int, default=1, metavar="N", help="jobs at a time (one warm parent each)")
+    p.add_argument("--queues", default=None, metavar="LIST", help="the same as a comma list, e.g. sim,npu")
+    p.add_argument("--devices", default=None, metavar="IDS",
+                   help="NPU cards this worker may use, e.g. 0-7 or 0,1 (sets NPU_DEVICES; default: all)")
+    p.add_argument("--concurrency", type=int, default=None, metavar="N",
+                   help="jobs at a time, one warm parent each (default: 1; an npu worker: one per card)")
     p.add_argument("--name", default=None, help="worker name (default: <queues>@<host>)")
     p.add_argument("--loglevel", default="INFO")
     p.set_defaults(func=run)
@@ -57,20 +61,53 @@ def npu_refusal(queues: list[str]) -> str | None:
     return None if available else f"{NO_NPU_MESSAGE} ({why})"
 
 
+def parse_queues(repeated: list[str], listed: str | None) -> list[str]:
+    """--queue (repeatable) and --queues (a comma list) together; ValueError names an unknown queue."""
+    queues = [*repeated, *[q.strip() for q in (listed or "").split(",") if q.strip()]]
+    unknown = [q for q in queues if q not in QUEUES]
+    if unknown:
+        raise ValueError(f"unknown queue(s) {', '.join(unknown)}; use sim and/or npu")
+    return list(dict.fromkeys(queues or ["sim"]))
+
+
+def default_concurrency(queues: list[str], devices: list[int] | None) -> int:
+    """One job per NPU card (the cards named, else the /dev/davinci nodes), else 1."""
+    if "npu" not in queues:
+        return 1
+    from runtime.host import npu_devices
+
+    found = npu_devices()
+    cards = [d for d in found if devices is None or d in devices]
+    return max(1, len(cards))
+
+
 def run(args: argparse.Namespace) -> int:
-    queues = list(dict.fromkeys(args.queue or ["sim"]))
+    from runtime.host import parse_device_list
+
+    try:
+        queues = parse_queues(args.queue, args.queues)
+        devices = parse_device_list(args.devices) if args.devices is not None else None
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if devices is not None and "npu" not in queues:
+        print("error: --devices is for npu workers (add --queues npu)", file=sys.stderr)
+        return 2
     refusal = npu_refusal(queues)
     if refusal:
         print(f"error: cannot start an npu worker: {refusal}", file=sys.stderr)
         return 2
-    if args.concurrency < 1:
+    concurrency = args.concurrency if args.concurrency is not None else default_concurrency(queues, devices)
+    if concurrency < 1:
         print("error: --concurrency must be at least 1", file=sys.stderr)
         return 2
     env = worker_environment()
+    if devices is not None:
+        env["NPU_DEVICES"] = ",".join(map(str, devices))
     if not env.get("WORKER_TOKEN"):
         print("error: WORKER_TOKEN is not set (create one with `crosscheck token create --scope worker`)",
               file=sys.stderr)
         return 2
     # A session of its own: a terminal's Ctrl-C reaches Celery once, through us, not twice.
-    proc = local.start(celery_command(queues, args.concurrency, args.name, args.loglevel), env)
+    proc = local.start(celery_command(queues, concurrency, args.name, args.loglevel), env)
     return local.wait_forwarding_signals(proc)

@@ -10,9 +10,12 @@ from sqlalchemy.orm import Mapped, mapped_column
 from server.models.base import Base, utcnow
 
 QUEUED, RUNNING = "queued", "running"
+AWAITING_NPU = "awaiting_npu"  # an NPU job while no NPU worker is online (server/services/npu_wait.py)
 SUCCEEDED, FAILED, ERROR, CANCELLED, TIMEOUT = "succeeded", "failed", "error", "cancelled", "timeout"
-STATUSES = (QUEUED, RUNNING, SUCCEEDED, FAILED, ERROR, CANCELLED, TIMEOUT)
-FINISHED = (SUCCEEDED, FAILED, ERROR, CANCELLED, TIMEOUT)
+EXPIRED = "expired"  # waited as awaiting_npu longer than NPU_WAIT_S
+STATUSES = (QUEUED, AWAITING_NPU, RUNNING, SUCCEEDED, FAILED, ERROR, CANCELLED, TIMEOUT, EXPIRED)
+FINISHED = (SUCCEEDED, FAILED, ERROR, CANCELLED, TIMEOUT, EXPIRED)
+WAITING = (QUEUED, AWAITING_NPU)  # claimable
 
 
 class Job(Base):
@@ -42,3 +45,4 @@ class Job(Base):
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
     heartbeat_at: Mapped[datetime | None]
+    awaiting_since: Mapped[datetime | None]  # set while awaiting_npu

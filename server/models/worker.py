@@ -17,6 +17,8 @@ class Worker(Base):
     host: Mapped[str] = mapped_column(String(200))
     queues: Mapped[list[Any]] = mapped_column(default=list)
     capabilities: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # {card: release number}: quarantined cards an admin released; the worker applies each number once.
+    card_releases: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default="{}")
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
     last_heartbeat: Mapped[datetime] = mapped_column(default=utcnow, index=True)
     current_job_id: Mapped[int | None] = mapped_column(Integer)

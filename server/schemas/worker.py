@@ -27,6 +27,14 @@ class WorkerRead(OrmModel):
     current_job_id: int | None
     jobs_done: int
     online: bool = False
+    card_releases: dict[str, int] = Field(default_factory=dict,
+                                          description="NPU cards an admin released: {card: release number}")
+
+
+class CardReleaseRead(BaseModel):
+    worker: str
+    card: int
+    release: int = Field(..., description="applied by the worker at its next heartbeat")
 
 
 class WorkerList(BaseModel):

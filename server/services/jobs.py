@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from server.errors import Conflict, NotFound
 from server.models import Job
 from server.models.base import utcnow
-from server.models.job import CANCELLED, ERROR, FINISHED, QUEUED, RUNNING
+from server.models.job import CANCELLED, ERROR, FINISHED, QUEUED, RUNNING, WAITING
 
 
 def get(session: Session, job_id: int) -> Job:
@@ -21,12 +21,12 @@ def get(session: Session, job_id: int) -> Job:
 
 
 def claim(session: Session, job_id: int, worker: str, attempt: int) -> bool:
-    """queued -> running for this attempt, atomically. False when someone else has it (or it was
+    """queued (or awaiting_npu) -> running for this attempt, atomically. False when someone else has it (or it was
     cancelled): guards acks_late redelivery and duplicate deliveries."""
     now = utcnow()
     result = session.execute(
-        update(Job).where(Job.id == job_id, Job.status == QUEUED, Job.attempts == attempt)
-        .values(status=RUNNING, worker=worker, started_at=now, heartbeat_at=now, progress={})
+        update(Job).where(Job.id == job_id, Job.status.in_(WAITING), Job.attempts == attempt)
+        .values(status=RUNNING, worker=worker, started_at=now, heartbeat_at=now, progress={}, awaiting_since=None)
         .execution_options(synchronize_session=False)
     )
     return result.rowcount == 1
@@ -62,7 +62,7 @@ def heartbeat(session: Session, job: Job, progress: dict[str, Any] | None) -> bo
 def cancel(session: Session, job: Job) -> Job:
     if job.status in FINISHED:
         raise Conflict(f"job {job.id} already finished ({job.status})")
-    if job.status == QUEUED:
+    if job.status in WAITING:
         job.status = CANCELLED
         job.finished_at = utcnow()
     else:
@@ -80,6 +80,7 @@ def retry(session: Session, job: Job) -> Job:
     job.worker = None
     job.started_at = job.finished_at = job.heartbeat_at = None
     job.queued_at = utcnow()
+    job.awaiting_since = None
     job.progress = {}
     return job
 
@@ -94,11 +95,11 @@ def finish(job: Job, status: str, error: str | None = None) -> None:
 
 
 def queue_position(session: Session, job: Job) -> int | None:
-    """1-based position among queued jobs of the same queue, or None when not queued."""
-    if job.status != QUEUED:
+    """1-based position among waiting jobs (queued or awaiting_npu) of the same queue, or None."""
+    if job.status not in WAITING:
         return None
     ahead = session.scalar(select(func.count()).select_from(Job).where(
-        Job.queue == job.queue, Job.status == QUEUED, Job.queued_at < job.queued_at))
+        Job.queue == job.queue, Job.status.in_(WAITING), Job.queued_at < job.queued_at))
     return int(ahead or 0) + 1
 
 

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session, defer
 
 from server.errors import InvalidInput, NotFound
 from server.models import CaseResult, CaseState, Job, Operator, Worker
-from server.models.job import QUEUED, RUNNING
+from server.models.job import AWAITING_NPU, QUEUED, RUNNING
 from server.services.combined import COMBINED, SEVERITY
 
 MAX_PAGE = 500
@@ -223,9 +223,9 @@ def job_siblings(session: Session, submission_id: int) -> list[Job]:
 
 
 def queue_depths(session: Session) -> dict[str, dict[str, int]]:
-    """{queue: {queued: n, running: n}} for the workers page."""
+    """{queue: {queued: n, awaiting_npu: n, running: n}} for the workers page."""
     out: dict[str, dict[str, int]] = {}
     for (queue, status), n in jobs_by_state(session).items():
-        if status in (QUEUED, RUNNING):
-            out.setdefault(queue, {QUEUED: 0, RUNNING: 0})[status] = n
+        if status in (QUEUED, AWAITING_NPU, RUNNING):
+            out.setdefault(queue, {QUEUED: 0, AWAITING_NPU: 0, RUNNING: 0})[status] = n
     return out

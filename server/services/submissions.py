@@ -20,6 +20,7 @@ from server.config import Settings
 from server.errors import Conflict, InvalidInput, PayloadTooLarge
 from server.models import Job, Operator, Submission, SuiteRun
 from server.models.base import utcnow
+from server.services import npu_wait
 
 MODES = ("sim", "npu")
 JOB_OVERHEAD_S = 120.0  # warm parent start, discovery and reporting on top of the cases
@@ -119,6 +120,7 @@ def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmi
                 submitted_by=new.submitted_by, queued_at=utcnow()) for mode in modes]
     session.add_all(jobs)
     session.flush()
+    npu_wait.on_create(session, settings, jobs)  # awaiting_npu when no NPU worker is online
     return sub, jobs, True
 
 

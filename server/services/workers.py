@@ -1,4 +1,4 @@
-"""Workers' heartbeats: upsert the row, and who counts as online."""
+"""Workers' heartbeats: upsert the row, who counts as online, and releasing quarantined NPU cards."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from server.errors import Conflict, NotFound
 from server.models import Worker
 from server.models.base import utcnow
 
@@ -33,3 +34,22 @@ def is_online(worker: Worker, heartbeat_s: float, now: datetime | None = None) -
     now = now or utcnow()
     last = worker.last_heartbeat if worker.last_heartbeat.tzinfo else worker.last_heartbeat.replace(tzinfo=timezone.utc)
     return now - last <= timedelta(seconds=ONLINE_HEARTBEATS * heartbeat_s)
+
+
+def release_card(session: Session, name: str, card: int) -> int:
+    """Ask the worker to release a quarantined card; the release's number (applied once, at its next
+    heartbeat). Conflict when its last heartbeat did not show the card quarantined."""
+    worker = session.get(Worker, name)
+    if worker is None:
+        raise NotFound(f"no worker {name!r}")
+    cards = {c.get("device"): c for c in (worker.capabilities or {}).get("cards") or [] if isinstance(c, dict)}
+    if card not in cards:
+        raise NotFound(f"worker {name!r} reports no NPU card {card}")
+    if cards[card].get("state") != "quarantined":
+        raise Conflict(f"card {card} of worker {name!r} is not quarantined (it is {cards[card].get('state')})")
+    releases = dict(worker.card_releases or {})
+    seq = max((int(v) for v in releases.values()), default=0) + 1
+    releases[str(card)] = seq
+    worker.card_releases = releases  # a new dict: JSON columns track assignment, not mutation
+    session.flush()
+    return seq

@@ -28,6 +28,7 @@ ENDPOINTS = [
     ("GET", "/cases", "read", {}),
     ("GET", "/workers", "read", {}),
     ("POST", "/workers/heartbeat", "worker", BEAT),
+    ("POST", "/workers/{name}/cards/{card}/release", "admin", {}),
     ("POST", "/internal/jobs/{job_id}/claim", "worker", {"json": {"worker": "w", "attempt": 1}}),
     ("GET", "/internal/jobs/{job_id}/bundle", "worker", {}),
     ("POST", "/internal/jobs/{job_id}/heartbeat", "worker", {"json": {"attempt": 1}}),
@@ -37,7 +38,8 @@ ENDPOINTS = [
     ("GET", "/metrics", None, {}),
 ]
 KINDS = ("none", "read", "submit", "admin", "worker", "revoked", "garbage")
-GRANTS = {"read": {"read"}, "submit": {"read", "submit"}, "admin": {"read", "submit", "worker"}, "worker": {"worker"}}
+GRANTS = {"read": {"read"}, "submit": {"read", "submit"}, "admin": {"read", "submit", "worker", "admin"},
+          "worker": {"worker"}}
 
 
 def expected(kind: str, scope: str | None) -> int | None:
@@ -50,7 +52,7 @@ def expected(kind: str, scope: str | None) -> int | None:
 
 
 def url(path: str) -> str:
-    filled = path.format(submission_id=999, job_id=999, path="x.txt", name="nope")
+    filled = path.format(submission_id=999, job_id=999, path="x.txt", name="nope", card=3)
     return filled if filled in ("/healthz", "/readyz", "/metrics") else API + filled
 
 

@@ -52,7 +52,7 @@ def test_metrics(client, hdr, seed, sim_report, broken_report):
     fams = _families(r.text)
     jobs = {(s.labels["queue"], s.labels["status"]): s.value for s in fams["crosscheck_jobs"]}
     assert jobs[("sim", "succeeded")] == 1 and jobs[("sim", "failed")] == 1
-    assert jobs[("sim", "queued")] == 1 and jobs[("npu", "queued")] == 1 and jobs[("npu", "running")] == 0
+    assert jobs[("sim", "queued")] == 1 and jobs[("npu", "awaiting_npu")] == 1 and jobs[("npu", "running")] == 0
     depth = {s.labels["queue"]: s.value for s in fams["crosscheck_queue_depth"]}
     assert depth == {"sim": 1, "npu": 1}
     hist = {(s.name, s.labels.get("le")): s.value for s in fams["crosscheck_job_duration_seconds"]

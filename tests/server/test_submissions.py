@@ -25,8 +25,9 @@ def test_multipart_package_creates_a_job_per_mode_and_enqueues_them(client, hdr,
                     data={"modes": ["sim", "npu"], "branch": "main", "commit": "abc123", "author": "li"})
     assert r.status_code == 202, r.text
     body = r.json()
+    # No NPU worker is online: the npu job waits as awaiting_npu (its message is sent all the same).
     assert [(j["mode"], j["status"], j["queue"]) for j in body["jobs"]] == [("sim", "queued", "sim"),
-                                                                           ("npu", "queued", "npu")]
+                                                                           ("npu", "awaiting_npu", "npu")]
     sent = messages()
     assert [(m["queue"], m["task"], m["args"]) for m in sent] == [("sim", "jobs.run", [body["jobs"][0]["id"], 1]),
                                                                   ("npu", "jobs.run", [body["jobs"][1]["id"], 1])]

@@ -27,6 +27,9 @@
     if (job.status === "queued") {
       return "queued" + (job.queue_position ? " · position " + job.queue_position + " in the " + job.queue + " queue" : "");
     }
+    if (job.status === "awaiting_npu") {
+      return "awaiting an NPU worker" + (job.queue_position ? " · position " + job.queue_position + " in the npu queue" : "");
+    }
     if (job.status === "running") {
       var p = job.progress || {};
       return "running" + (p.total ? " · case " + (p.done || 0) + "/" + p.total + (p.case ? " (" + p.case + ")" : "") : "");

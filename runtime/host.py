@@ -183,7 +183,8 @@ def npu_fingerprint(device: DeviceChoice) -> dict[str, Any]:
     card = smi.card(device.id) if smi else None
     fingerprint: dict[str, Any] = {
         "device_id": device.id, "device_source": device.source,
-        "cann": cann_version(), "driver": driver_version(smi), "torch_npu": _version("torch_npu"),
+        "cann": cann_version(), "driver": driver_version(smi),
+        "torch_npu": "test double" if test_double_dir() is not None else _version("torch_npu"),
         "soc": card.name if card else None, "card_health": card.health if card else None,
         "test_double": test_double_dir() is not None,
     }

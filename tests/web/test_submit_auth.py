@@ -42,7 +42,7 @@ def test_plain_form_post_redirects_to_the_job_page(fresh: tuple[TestClient, dict
     assert job_url.startswith("/jobs/")
     with client.app_state.sessionmaker() as session:  # type: ignore[attr-defined]
         jobs = list(session.scalars(select(Job).order_by(Job.id)))
-    assert [(j.mode, j.status, j.submitted_by) for j in jobs] == [("sim", "queued", "submit"), ("npu", "queued", "submit")]
+    assert [(j.mode, j.status, j.submitted_by) for j in jobs] == [("sim", "queued", "submit"), ("npu", "awaiting_npu", "submit")]  # no NPU worker online
     page = get(client, job_url)
     assert "Queued" in page.find("section", id="live").text()
     assert "Other modes" in page.find("dl", cls="facts").text()

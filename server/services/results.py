@@ -18,7 +18,7 @@ from server.errors import InvalidInput
 from server.models import CaseResult, CaseState, Job, Operator, Submission
 from server.models.base import utcnow
 from server.models.job import CANCELLED, ERROR, FAILED, RUNNING, SUCCEEDED, TIMEOUT
-from server.services import combined
+from server.services import combined, provenance, suite_runs
 from server.services.jobs import finish
 
 REQUIRED_CASE_KEYS = ("operator", "case", "structural", "verdict", "precision")
@@ -56,6 +56,7 @@ def store(session: Session, blobs: BlobStore, job: Job, attempt: int, report: di
         job.env_fingerprint = report.get("environment") or {}
         session.execute(delete(CaseResult).where(CaseResult.job_id == job.id))
         rows = [_row(job, attempt, sub, case) for case in report["cases"]]
+        provenance.stamp_worker_rows(job, report, rows)
         session.add_all(rows)
         session.flush()
         job.summary = _summary(rows)
@@ -71,6 +72,7 @@ def store(session: Session, blobs: BlobStore, job: Job, attempt: int, report: di
         ok = report is not None and report["cases"] and all(
             verdicts.acceptable(c["verdict"], job.mode) for c in report["cases"])
         finish(job, SUCCEEDED if ok else FAILED)
+    suite_runs.job_stored(session, job, sub)
     return True
 
 

@@ -8,7 +8,13 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, Depends, Query, Request, Response, status
 from sqlalchemy.orm import Session
 
-from server.api.deps import BlobsDep, ProducerDep, SessionDep, SettingsDep, enqueue_after_commit
+from server.api.deps import (
+    BlobsDep,
+    ProducerDep,
+    SessionDep,
+    SettingsDep,
+    enqueue_after_commit,
+)
 from server.api.submissions import parse_submission
 from server.auth import AdminCaller, ReadCaller, SubmitCaller
 from server.config import Settings

@@ -39,7 +39,7 @@ class SuiteRunRead(OrmModel):
     previous_run_id: int | None
     totals: dict[str, Any]
     compare: dict[str, Any]
-    progress: dict[str, int] = {}
+    progress: dict[str, int] = Field(default_factory=dict)
     url: str = ""
 
 

@@ -106,6 +106,9 @@ def _row(job: Job, attempt: int, sub: Submission | None, case: dict[str, Any]) -
     )
 
 
+case_row = _row  # the one mapping from a runtime case to a stored row (uploads use it too)
+
+
 def _summary(rows: list[CaseResult]) -> dict[str, Any]:
     counts: dict[str, int] = {}
     for row in rows:

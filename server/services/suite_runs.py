@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from server.errors import Conflict, InvalidInput, NotFound
+from server.errors import InvalidInput, NotFound
 from server.models import CaseResult, Job, Submission, Suite, SuiteRun, SuiteRunResult
 from server.models.base import utcnow
 from server.models.job import FINISHED as JOB_FINISHED

@@ -77,8 +77,8 @@ def test_timeouts_are_never_reused():
 
 
 def test_the_key_covers_every_part():
-    base = dict(content_sha256="a" * 64, case="c1", mode="sim",
-                versions={"pypto": "0.2.0", "torch": "2.13.0", "cann": None, "runtime": "0.1.0+abc"})
+    base = {"content_sha256": "a" * 64, "case": "c1", "mode": "sim",
+            "versions": {"pypto": "0.2.0", "torch": "2.13.0", "cann": None, "runtime": "0.1.0+abc"}}
     k = reuse.key(**base)
     assert k is not None and len(k) == 64
     for change in ({"content_sha256": "b" * 64}, {"case": "c2"}, {"mode": "npu"},

@@ -91,7 +91,7 @@ def ingest_report(request: Request, caller: SubmitCaller, session: SessionDep, s
     stored = ingest.store(session, blobs, ingest.Upload(
         suite=where.suite, run_key=where.run_key, attempt=where.attempt, labels=where.labels(), mode=mode,
         environment=env, cases=report["cases"], kind="report", filename=f"{sub.get('name') or 'report'}.json",
-        raw=body, content_sha256={op: content for op in operators if content}, report=report), caller.name)
+        raw=body, content_sha256={op: content for op in operators if content}), caller.name)
     return _read(request, settings, stored)
 
 

@@ -28,19 +28,25 @@ def missing_fingerprint(env: dict[str, Any], mode: str) -> list[str]:
     return [name for name in needed if not _known(env.get(name))]
 
 
+def values(*, source: str, source_name: str, env: dict[str, Any], mode: str, content_sha256: str | None,
+           case: str, verdict: str) -> dict[str, Any]:
+    """The provenance columns of one result."""
+    verified = not missing_fingerprint(env, mode)
+    device = env.get("device") if _known(env.get("device")) else None
+    # Only results a worker produced may stand in for a new run of the same kernel.
+    reusable = source == WORKER and verified and reuse.reusable_verdict(verdict)
+    return {"source": source, "source_name": (source_name or "")[:200], "device": str(device)[:64] if device else None,
+            "verified": verified, "content_sha256": content_sha256,
+            "reuse_key": reuse.key(content_sha256, case, mode, env) if reusable else None}
+
+
 def stamp(rows: Iterable[CaseResult], *, source: str, source_name: str, env: dict[str, Any], mode: str,
           content_sha256: str | None) -> None:
     """Set provenance on rows about to be stored (before the flush: no extra UPDATEs)."""
-    verified = not missing_fingerprint(env, mode)
-    device = env.get("device") if _known(env.get("device")) else None
     for row in rows:
-        row.source, row.source_name = source, (source_name or "")[:200]
-        row.device = str(device)[:64] if device else None
-        row.verified = verified
-        row.content_sha256 = content_sha256
-        # Only results a worker produced may stand in for a new run of the same kernel.
-        row.reuse_key = (reuse.key(content_sha256, row.case, mode, env)
-                         if source == WORKER and verified and reuse.reusable_verdict(row.verdict) else None)
+        for name, value in values(source=source, source_name=source_name, env=env, mode=mode,
+                                  content_sha256=content_sha256, case=row.case, verdict=row.verdict).items():
+            setattr(row, name, value)
 
 
 def stamp_worker_rows(job: Any, report: dict[str, Any], rows: list[CaseResult]) -> None:

@@ -81,11 +81,16 @@ def _num(value: Any) -> float | None:
 
 
 def _row(job: Job, attempt: int, sub: Submission | None, case: dict[str, Any]) -> CaseResult:
+    return CaseResult(**case_values(job, attempt, sub, case))
+
+
+def case_values(job: Job, attempt: int, sub: Submission | None, case: dict[str, Any]) -> dict[str, Any]:
+    """The one mapping from a runtime case to a stored row's columns (uploads insert these in bulk)."""
     m = case.get("metrics") or {}
     cost = case.get("cost_model") or {}
     graph = case.get("graph_verify") or {}
     error = case.get("error") or {}
-    return CaseResult(
+    return dict(
         job_id=job.id, operator_id=job.operator_id, operator=str(case["operator"])[:200],
         case=str(case["case"])[:200], mode=job.mode, attempt=attempt, verdict=case["verdict"],
         structural=case["structural"], stage=str(case.get("stage", ""))[:32], precision=case["precision"],
@@ -104,9 +109,6 @@ def _row(job: Job, attempt: int, sub: Submission | None, case: dict[str, Any]) -
         branch=sub.branch if sub else None, commit=sub.commit if sub else None,
         author=sub.author if sub else None, report=case,
     )
-
-
-case_row = _row  # the one mapping from a runtime case to a stored row (uploads use it too)
 
 
 def _summary(rows: list[CaseResult]) -> dict[str, Any]:
@@ -141,9 +143,14 @@ def refresh_operator(session: Session, operator_id: int) -> None:
     operator = session.get(Operator, operator_id)
     if operator is None:
         return
-    states = list(session.scalars(select(CaseState).where(CaseState.operator_id == operator_id)))
+    # Plain rows of the columns needed, not ORM objects with their reports: for an upload of
+    # 10,000 cases, loading entities dominated the time (bench/ingest.py).
+    states = session.execute(select(CaseState.sim_result_id, CaseState.npu_result_id, CaseState.combined_verdict)
+                             .where(CaseState.operator_id == operator_id)).all()
     ids = [i for s in states for i in (s.sim_result_id, s.npu_result_id) if i]
-    results = {r.id: r for r in session.scalars(select(CaseResult).where(CaseResult.id.in_(ids)))} if ids else {}
+    columns = (CaseResult.id, CaseResult.job_id, CaseResult.verdict, CaseResult.max_abs_diff, CaseResult.graph_status,
+               CaseResult.graph_max_abs_diff, CaseResult.atol, CaseResult.aicore_time_us)
+    results = {r.id: r for r in session.execute(select(*columns).where(CaseResult.id.in_(ids)))} if ids else {}
     sims = [results[s.sim_result_id] for s in states if s.sim_result_id in results]
     npus = [results[s.npu_result_id] for s in states if s.npu_result_id in results]
     counts: dict[str, int] = {}

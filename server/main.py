@@ -37,6 +37,7 @@ TAGS = [
     {"name": "workers", "description": "Workers and their heartbeats."},
     {"name": "suite runs", "description": "Nightly CI: suite runs over a checkout, comparisons, reuse, webhooks."},
     {"name": "ingest", "description": "Results produced outside the queue (runtime JSON, pytest JUnit), with provenance."},
+    {"name": "exports", "description": "CSV downloads of the operator, case and suite-run tables."},
     {"name": "internal", "description": "Worker-facing endpoints (scope worker)."},
     {"name": "operations", "description": "Health, readiness and Prometheus metrics (no token)."},
 ]

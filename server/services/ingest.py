@@ -188,8 +188,8 @@ def _update_latest(session: Session, mode: str, rows: list[Any]) -> None:
         .where(CaseState.operator_id.in_(op_ids)))}
     other_ids = [s.sim_result_id if mode == "npu" else s.npu_result_id for s in states.values()]
     wanted = [i for i in other_ids if i]
-    other = dict(session.execute(select(CaseResult.id, CaseResult.verdict).where(CaseResult.id.in_(wanted)))
-                 .tuples()) if wanted else {}
+    other = {i: v for i, v in session.execute(select(CaseResult.id, CaseResult.verdict)
+                                              .where(CaseResult.id.in_(wanted)))} if wanted else {}
     now = utcnow()
     new, changed = [], []
     for r in rows:

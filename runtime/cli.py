@@ -9,7 +9,9 @@ from pathlib import Path
 from runtime import verdicts
 from runtime.errors import HostError, SubmissionError
 
-EXIT_OK, EXIT_FAIL, EXIT_UNUSABLE = 0, 1, 2
+# 0: every case acceptable; 1: a kernel defect; 2: unusable input (or no NPU for --mode npu);
+# 3: our infrastructure failed (the warm parent could not start or died).
+EXIT_OK, EXIT_FAIL, EXIT_UNUSABLE, EXIT_INFRA = 0, 1, 2, 3
 
 
 def default_cache_dir() -> Path:
@@ -63,6 +65,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     from runtime.console import print_report
     from runtime.runner import RunOptions, run_submission
+    from runtime.warm import WarmParentError
 
     err = Console(stderr=True)
     options = RunOptions(mode=args.mode, cases=args.case, timeout_s=args.timeout,
@@ -77,6 +80,9 @@ def run_command(args: argparse.Namespace) -> int:
     except (SubmissionError, HostError) as exc:
         err.print(f"[bold red]error:[/] {exc}")
         return EXIT_UNUSABLE
+    except WarmParentError as exc:
+        err.print(f"[bold red]error:[/] infrastructure: {exc}")
+        return EXIT_INFRA
     to_stdout = args.json is not None and str(args.json) == "-"
     print_report(report, err if to_stdout else Console())
     if args.json is not None:

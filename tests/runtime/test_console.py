@@ -1,0 +1,62 @@
+"""The CLI's report layout: readable at 80 columns, each diagnosis once, benign log lines muted."""
+from __future__ import annotations
+
+from rich.console import Console
+
+from runtime.console import print_report, summary_line
+from runtime.report import CaseResult, Diagnosis, Environment, Report, Submission
+
+VERDICTS = ("sim_garbage_graph_ok", "graph_fail", "suspect_fake_pass")
+
+
+def _report() -> Report:
+    shared = Diagnosis(rule="graph-verify-mismatch", cause="the tensor graph differs from the golden",
+                       fix="compare the listed indices", sim_only=False, stage="sim")
+    noise = Diagnosis(rule="noise-graph-verify-index", cause="harmless", fix="ignore", sim_only=True)
+    cases = [
+        CaseResult(operator="softmax", case=f"softmax_case_with_a_long_name_{i}", verdict=v, structural="ok",
+                   stage="compare", kernel_launches=1, output_written=False,
+                   metrics={"max_abs_diff": 8.1e37, "nan_count": 3},
+                   graph_verify={"status": "fail", "metrics": {"max_abs_diff": 3.83}},
+                   diagnosis=[shared, noise] if v != "sim_garbage_graph_ok" else [noise])
+        for i, v in enumerate(VERDICTS)
+    ]
+    return Report(submission=Submission(kind="package", name="softmax", sha256="ab" * 32), mode="sim",
+                  environment=Environment(pypto="0.2.0", torch="2.13.0", python="3.11", host="h", cann=None),
+                  cases=cases, duration_s=4.2)
+
+
+def _render(width: int) -> list[str]:
+    console = Console(width=width, record=True, force_terminal=False)
+    print_report(_report(), console)
+    return console.export_text().splitlines()
+
+
+def test_eighty_columns_never_break_a_verdict_or_overflow() -> None:
+    lines = _render(80)
+    assert max(len(line) for line in lines) <= 80
+    for verdict in VERDICTS:
+        assert any(verdict in line for line in lines), verdict
+    assert not any(line.endswith(" ") for line in lines)
+
+
+def test_wide_terminal_gets_one_table_row_per_case() -> None:
+    lines = _render(200)
+    rows = [line for line in lines if line.startswith("│")]
+    assert len(rows) == len(VERDICTS)
+    for verdict, row in zip(VERDICTS, rows):
+        assert verdict in row
+
+
+def test_each_diagnosis_printed_once_with_its_cases_and_noise_muted() -> None:
+    text = "\n".join(_render(100))
+    assert text.count("graph-verify-mismatch") == 1
+    assert "softmax_case_with_a_long_name_1" in text.split("graph-verify-mismatch", 1)[1]
+    assert "noise-graph-verify-index" not in text
+    assert "3 benign pypto log line(s) hidden" in text
+
+
+def test_summary_says_what_happened() -> None:
+    line = summary_line(_report())
+    assert line.startswith("1 of 3 case(s) acceptable for SIM")
+    assert "1 graph_fail" in line and "1 suspect_fake_pass" in line

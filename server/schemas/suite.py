@@ -103,6 +103,7 @@ class SuiteRunResultRead(BaseModel):
     flips: int
     flaky: bool
     note: str
+    duration_s: float | None = None
 
 
 class SuiteRunResultList(BaseModel):

@@ -14,7 +14,14 @@ from sqlalchemy.orm import Session
 from server.blobs import BlobStore
 from server.config import Settings
 from server.models import Job
-from server.services import ingest, results, submissions, suite_runs, suite_submit, workers
+from server.services import (
+    ingest,
+    results,
+    submissions,
+    suite_runs,
+    suite_submit,
+    workers,
+)
 from server.services import jobs as job_service
 from tests.server.suites import scale_add, sim_report, versions, zip_files
 

@@ -33,13 +33,14 @@ LOG_ERROR_CHARS = 500
 USER_AGENT = "PTO-Crosscheck-Webhook/1"
 
 
-def payload_for(suite: Suite, run: SuiteRun, comparison: Any, base_url: str = "") -> dict[str, Any]:
+def payload_for(suite: Suite, run: SuiteRun, comparison: Any) -> dict[str, Any]:
+    """The JSON sent; the page URL is a path here and made absolute with PUBLIC_URL when sent."""
     data = comparison.as_dict(limit=PAYLOAD_CHANGES)
     return {
         "event": EVENT_REGRESSIONS, "suite": suite.name,
         "suite_run": {"id": run.id, "run_key": run.run_key, "labels": run.labels, "branch": run.branch,
                       "commit": run.commit, "pipeline_url": run.pipeline_url,
-                      "url": f"{base_url.rstrip('/')}/suites/runs/{run.id}" if base_url else f"/suites/runs/{run.id}"},
+                      "url": f"/suite-runs/{run.id}"},
         "previous_run_id": run.previous_run_id, "counts": data["counts"],
         "regressions": data["regressions"], "new_flags": data["new_flags"],
     }
@@ -86,7 +87,14 @@ class Claimed:
     secret: str | None
 
 
-def _claim_due(maker: sessionmaker[Session], now: datetime, limit: int) -> list[Claimed]:
+def _absolute(payload: dict[str, Any], public_url: str) -> dict[str, Any]:
+    page = payload.get("suite_run", {}).get("url", "")
+    if public_url and page.startswith("/"):
+        return {**payload, "suite_run": {**payload["suite_run"], "url": public_url.rstrip("/") + page}}
+    return payload
+
+
+def _claim_due(maker: sessionmaker[Session], now: datetime, limit: int, public_url: str = "") -> list[Claimed]:
     claimed = []
     with maker.begin() as session:
         due = session.execute(select(WebhookDelivery.id, WebhookDelivery.next_attempt_at)
@@ -103,7 +111,7 @@ def _claim_due(maker: sessionmaker[Session], now: datetime, limit: int) -> list[
             assert d is not None
             run = session.get(SuiteRun, d.suite_run_id)
             suite = session.get(Suite, run.suite_id) if run else None
-            body = json.dumps(d.payload, sort_keys=True, default=str).encode()
+            body = json.dumps(_absolute(d.payload, public_url), sort_keys=True, default=str).encode()
             claimed.append(Claimed(d.id, d.url, body, d.event, suite.webhook_secret if suite else None))
     return claimed
 
@@ -146,7 +154,7 @@ def deliver_due(maker: sessionmaker[Session], settings: Settings, http: httpx.Cl
     """Send every due delivery once; (delivery id, status after the attempt) for each."""
     now = now or utcnow()
     out = []
-    for c in _claim_due(maker, now, limit):
+    for c in _claim_due(maker, now, limit, settings.public_url):
         code, error, took = _send(http, c)
         out.append((c.id, _record(maker, settings, c, code, error, took, now)))
     return out

@@ -82,10 +82,12 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def ci_run(url: str, data: Path, checkout: Path, key: str) -> tuple[float, str]:
+    # As in a pipeline, the token comes from the environment (a CI secret).
+    env = {**env_for(data), "CROSSCHECK_TOKEN": json.loads((data / "tokens.json").read_text())["admin"]}
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "server.cli", "ci", "run", str(checkout), "--server", url,
                            "--suite", "bench-nightly", "--run-key", key, "--label", "branch=main",
-                           "--fail-on", "never"], env=env_for(data), cwd=REPO, capture_output=True, text=True,
+                           "--fail-on", "never"], env=env, cwd=REPO, capture_output=True, text=True,
                           timeout=3600, check=False)
     took = time.perf_counter() - started
     if done.returncode != 0:

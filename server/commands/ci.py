@@ -25,6 +25,7 @@ FAIL_ON = ("regression", "any-fail", "never")
 POLL_S = 2.0
 PAGE = 5000
 LISTED = 15  # changes printed per kind; the suite page has them all
+SUBMIT_AT_ONCE = 4
 
 
 class Unusable(Exception):
@@ -67,9 +68,12 @@ def labels_of(items: list[str]) -> dict[str, str]:
 
 
 def token_of(explicit: str | None) -> str | None:
-    from server.commands import local
+    """--token, else $CROSSCHECK_TOKEN, else the admin token `crosscheck up` saved in $DATA_DIR."""
+    if explicit or os.environ.get("CROSSCHECK_TOKEN"):
+        return explicit or os.environ.get("CROSSCHECK_TOKEN")
+    from server.commands import local  # loads the server's settings: only when needed
 
-    return explicit or os.environ.get("CROSSCHECK_TOKEN") or local.read_tokens(local.data_dir_from_env()).get("admin")
+    return local.read_tokens(local.data_dir_from_env()).get("admin")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -116,6 +120,7 @@ def _run(args: argparse.Namespace, err: Console) -> int:
                                                           "modes": modes, "reuse": not args.no_reuse})
         err.print(f"suite run [bold]{suite_run['id']}[/] of {escape(args.suite)}: {len(runnable)} operator(s), "
                   f"{'/'.join(m.upper() for m in modes)}  {suite_run['url']}")
+        _warn_without_workers(api, modes, err)
         sub = _submit_all(api, args.checkout, suite_run["id"], runnable, modes, err)
         broken += sub.broken
         if sub.jobs == 0 and sub.reused == 0:
@@ -135,32 +140,55 @@ def _run(args: argparse.Namespace, err: Console) -> int:
         api.close()
 
 
-def _submit_all(api: Api, checkout: Path, run_id: int, ops: list[Any], modes: list[str], err: Console) -> Submitted:
+def _warn_without_workers(api: Api, modes: list[str], err: Console) -> None:
+    """Jobs of a mode no online worker serves wait in the queue: say so now, not at --timeout."""
+    try:
+        online = [w for w in api.json("GET", "/workers")["items"] if w.get("online")]
+    except Refused:
+        return  # the token may not read workers; the run still works
+    for mode in modes:
+        if not any(mode in (w.get("queues") or []) for w in online):
+            err.print(f"[yellow]warning:[/] no online worker serves the {mode} queue: {mode.upper()} jobs wait "
+                      "until one starts (reused results need none)")
+
+
+def _submit_one(api: Api, checkout: Path, run_id: int, op: Any, modes: list[str]) -> dict[str, Any] | str:
+    """The server's answer, or why the operator was not submitted."""
     from runtime.discover import pack
     from runtime.errors import SubmissionError
+
+    try:
+        data = pack(checkout, op)
+        return dict(api.json("POST", f"/suite-runs/{run_id}/submissions", data={"operator": op.name, "modes": modes},
+                             files={"file": (f"{op.name}.zip", data)}))
+    except SubmissionError as exc:
+        return f"not submitted: {exc}"
+    except Forbidden:
+        raise
+    except Refused as exc:
+        return f"refused: {exc}"
+
+
+def _submit_all(api: Api, checkout: Path, run_id: int, ops: list[Any], modes: list[str], err: Console) -> Submitted:
+    """Upload the operators a few at a time (the server checks and links each one), reporting in order."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from server.commands.junit_out import Broken
 
     out = Submitted()
-    for op in ops:
-        try:
-            data = pack(checkout, op)
-            accepted = api.json("POST", f"/suite-runs/{run_id}/submissions", data={"operator": op.name, "modes": modes},
-                                files={"file": (f"{op.name}.zip", data)})
-        except SubmissionError as exc:
-            out.broken.append(Broken(op.name, str(exc)))
-            err.print(f"[red]not submitted[/] {escape(op.name)}: {escape(str(exc))}")
-            continue
-        except Forbidden:
-            raise
-        except Refused as exc:
-            out.broken.append(Broken(op.name, str(exc)))
-            err.print(f"[red]refused[/] {escape(op.name)}: {escape(str(exc))}")
-            continue
-        parts = [f"reused {m.upper()} (job {', '.join(map(str, j))})" for m, j in accepted["reused"].items()]
-        parts += [f"job {j['id']} ({j['mode'].upper()})" for j in accepted["jobs"]]
-        out.jobs += len(accepted["jobs"])
-        out.reused += len(accepted["reused"])
-        err.print(f"  {escape(op.name)}: {', '.join(parts)}", highlight=False)
+    with ThreadPoolExecutor(max_workers=SUBMIT_AT_ONCE) as pool:
+        answers = pool.map(lambda op: _submit_one(api, checkout, run_id, op, modes), ops)
+        for op, accepted in zip(ops, answers, strict=True):
+            if isinstance(accepted, str):
+                out.broken.append(Broken(op.name, accepted))
+                err.print(f"[red]{escape(accepted.split(':', 1)[0])}[/] {escape(op.name)}: "
+                          f"{escape(accepted.split(': ', 1)[1])}")
+                continue
+            parts = [f"reused {m.upper()} (job {', '.join(map(str, j))})" for m, j in accepted["reused"].items()]
+            parts += [f"job {j['id']} ({j['mode'].upper()})" for j in accepted["jobs"]]
+            out.jobs += len(accepted["jobs"])
+            out.reused += len(accepted["reused"])
+            err.print(f"  {escape(op.name)}: {', '.join(parts)}", highlight=False)
     return out
 
 

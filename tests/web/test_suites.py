@@ -105,3 +105,11 @@ def test_operator_page_history_by_commit(site):
     assert commits[0].startswith("bbb2222") or "no commit" in commits[0]
     assert any("aaa1111" in c for c in commits) and any("bbb2222" in c for c in commits)
     assert "upload by npu-lab · npu:3" in main.find("table", cls="cases").text()
+
+
+def test_csv_cells_that_spreadsheets_would_run_are_defused():
+    from server.services.csv_export import write
+
+    text = write(("name", "value"), [("=HYPERLINK(\"http://x\")", -1.5), ("+op", None), ("@sum", "ok")])
+    assert list(csv.reader(io.StringIO(text)))[1:] == [["'=HYPERLINK(\"http://x\")", "-1.5"], ["'+op", ""],
+                                                       ["'@sum", "ok"]]

@@ -16,6 +16,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.padding import Padding
 
 from server.commands.api_client import Api, Forbidden, Refused, Unreachable
 
@@ -265,6 +266,10 @@ def _finish(api: Api, args: argparse.Namespace, final: dict[str, Any], broken: l
     return EXIT_OK
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def _acceptable(r: dict[str, Any]) -> bool:
     from runtime import verdicts
 
@@ -279,13 +284,15 @@ def _summary(out: Console, run: dict[str, Any], cmp: dict[str, Any], results: li
               f"{t.get('acceptable', 0)} acceptable, {t.get('failing', 0)} failing, {t.get('reused', 0)} reused",
               highlight=False)
     for mode, counts in sorted((t.get("by_mode") or {}).items()):
-        out.print(f"  {mode.upper()}: " + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())), highlight=False)
+        out.print(Padding(f"{mode.upper()}: " + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())), (0, 0, 0, 2)),
+                  highlight=False)
     if cmp.get("other_id") is None:
         out.print("  no earlier run of this suite on this branch: nothing to compare with", highlight=False)
     else:
         c = cmp["counts"]
-        out.print(f"Against run {cmp['other_id']}: {c['regressions']} regression(s), {c['fixes']} fixed, {c['new']} new, "
-                  f"{c['vanished']} vanished, {c['new_flags']} new sim_garbage flag(s)", highlight=False)
+        out.print(f"Against run {cmp['other_id']}: {_n(c['regressions'], 'regression')}, {c['fixes']} fixed, "
+                  f"{c['new']} new, {c['vanished']} vanished", highlight=False)
+        out.print(f"  {_n(c['new_flags'], 'new sim_garbage flag')}", highlight=False)
         for kind, style in (("regressions", "red"), ("fixes", "green"), ("new_flags", "magenta"),
                             ("vanished", "yellow")):
             for ch in cmp[kind][:LISTED]:
@@ -294,6 +301,15 @@ def _summary(out: Console, run: dict[str, Any], cmp: dict[str, Any], results: li
                           highlight=False)
             if len(cmp[kind]) > LISTED:
                 out.print(f"  ... and {len(cmp[kind]) - LISTED} more {kind.replace('_', ' ')}", highlight=False)
+    failing = [r for r in results if r["verdict"] is not None and not _acceptable(r)]
+    if failing:
+        out.print(f"Failing for their mode ({len(failing)}):", highlight=False)
+        for r in failing[:LISTED]:
+            rule = f" [{r['diagnosis_rules']}]" if r.get("diagnosis_rules") else ""
+            out.print(Padding(f"{escape(r['operator'])} / {escape(r['case'])} ({r['mode'].upper()}): "
+                              f"{r['verdict']}{escape(rule)}", (0, 0, 0, 2)), highlight=False)
+        if len(failing) > LISTED:
+            out.print(f"  ... and {len(failing) - LISTED} more on the suite page", highlight=False)
     if broken:
         out.print(f"[red]{len(broken)} operator(s) not run[/]: " + ", ".join(escape(b.operator) for b in broken))
     unverified = sum(1 for r in results if not r["verified"])

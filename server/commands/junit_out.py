@@ -48,7 +48,7 @@ def _case(parent: ET.Element, suite: str, r: dict[str, Any], run_url: str) -> tu
     elif verdicts.acceptable(verdict, r["mode"]):
         failures, errors = 0, 0
     else:
-        why = r.get("error") or r.get("note") or ""
+        why = r.get("error") or ("" if r.get("reused_from_job_id") else r.get("note")) or ""
         diag = f"; diagnosis: {r['diagnosis_rules']}" if r.get("diagnosis_rules") else ""
         failure = ET.SubElement(tc, "failure", message=f"{r['mode']}: {verdict}{diag}"[:1000], type=verdict)
         failure.text = f"{r['operator']} / {r['case']} ({r['mode']}): {verdict}\n{why}\n{run_url}"

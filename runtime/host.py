@@ -17,6 +17,7 @@ from typing import Any
 from runtime import npu_smi
 from runtime.errors import SubmissionError
 from runtime.report import Environment
+from runtime.version import runtime_version
 
 # Set only by our own tests: the directory of the torch_npu/npu-smi test double (tests/npu_double/).
 # It is the one way the double is accepted; every result it produces says so (docs/npu.md §5).
@@ -198,7 +199,8 @@ def smi_executable() -> str:
     return str(double / "bin" / "npu-smi") if double is not None else "npu-smi"
 
 
-def environment(sandbox: dict[str, object] | None = None, npu: dict[str, Any] | None = None) -> Environment:
+def environment(sandbox: dict[str, object] | None = None, device: str | None = None,
+                npu: dict[str, Any] | None = None) -> Environment:
     return Environment(
         pypto=_version("pypto"),
         torch=_version("torch"),
@@ -206,5 +208,7 @@ def environment(sandbox: dict[str, object] | None = None, npu: dict[str, Any] | 
         host=socket.gethostname(),
         cann=cann_version(),
         sandbox=dict(sandbox or {}),
+        runtime=runtime_version(),
+        device=device,
         npu=dict(npu or {}),
     )

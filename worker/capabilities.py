@@ -86,7 +86,8 @@ def capabilities(graph_verify: str, npu: NpuHost | None = None, pool: CardPool |
     caps: dict[str, Any] = {
         "modes": host_modes(npu),
         "devices": npu_devices() if npu is None else list(npu.usable),
-        "versions": {"pypto": env.pypto, "torch": env.torch, "python": env.python, "cann": env.cann},
+        "versions": {"pypto": env.pypto, "torch": env.torch, "python": env.python, "cann": env.cann,
+                     "runtime": env.runtime},
         "graph_verify": graph_verify,
     }
     if npu is not None:

@@ -1,14 +1,14 @@
 """NPU hosts: when a job started waiting for an NPU worker, and the card releases admins asked for
 
-Revision ID: 0002_npu_cards
-Revises: 0001
+Revision ID: 0003_npu_cards
+Revises: 0002_suite_runs
 """
 from alembic import op
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-revision = '0002_npu_cards'
-down_revision = '0001'
+revision = '0003_npu_cards'
+down_revision = '0002_suite_runs'
 branch_labels = None
 depends_on = None
 

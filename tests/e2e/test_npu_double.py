@@ -29,6 +29,7 @@ def test_a_sim_only_worker_never_takes_an_npu_job(stack: Stack) -> None:
     assert (read["status"], read["worker"], read["queue_position"]) == ("awaiting_npu", None, 1)
     workers = stack.get("/workers")["items"]
     assert all("npu" not in w["capabilities"]["modes"] for w in workers)
+    assert stack.post(f"/jobs/{npu['id']}/cancel")["status"] == "cancelled"  # later NPU workers must not get it
 
 
 @pytest.fixture(scope="module")

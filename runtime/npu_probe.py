@@ -49,7 +49,7 @@ def _import_facts() -> dict[str, Any]:
 
 def _torch_npu_facts() -> dict[str, Any]:
     try:
-        done = subprocess.run([sys.executable, "-m", "runtime.npu_probe"], capture_output=True, text=True,
+        done = subprocess.run([sys.executable, "-m", "runtime.npu_probe"], capture_output=True, text=True, check=False,
                               timeout=PROBE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return {"error": f"importing torch_npu did not finish within {PROBE_TIMEOUT_S:.0f} s"}

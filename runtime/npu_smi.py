@@ -124,7 +124,7 @@ def run(executable: str = "npu-smi") -> tuple[str | None, str]:
     if path is None:
         return None, f"{executable} not found on PATH"
     try:
-        done = subprocess.run([path, "info"], capture_output=True, text=True, timeout=SMI_TIMEOUT_S)
+        done = subprocess.run([path, "info"], capture_output=True, text=True, timeout=SMI_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
         return None, f"{executable} info did not answer within {SMI_TIMEOUT_S:.0f} s"
     except OSError as exc:

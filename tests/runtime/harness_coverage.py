@@ -49,7 +49,7 @@ def main(mode: str, kind: str, out: str) -> None:
         real_exit(code)
 
     child.os._exit = save_then_exit  # type: ignore[attr-defined]
-    read, write = os.pipe()
+    _, write = os.pipe()
     cov.start()
     child.main(req, write)
 

@@ -100,8 +100,8 @@ class JobFiles:
 
     def _open_dir(self, parts: list[str]) -> int:
         """An fd of the folder at `parts` under root, every component opened without following links."""
+        fd = self._open_root()  # the harness made root; its ancestors may be closed to the job
         with as_uid(self.uid):
-            fd = self._open_root()
             try:
                 for part in parts:
                     try:

@@ -19,8 +19,12 @@ POLL_S = 0.05
 MAX_EVENT_BYTES = 64 * 1024 * 1024  # more is a flood: the rest is read and dropped
 
 
-def supervise_job(request: dict[str, Any]) -> dict[str, Any]:
-    """In the job leader: isolate, fork the job process, enforce the wall clock, collect events."""
+def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict[str, Any]:
+    """In the job leader: isolate, fork the job process, enforce the wall clock, collect events.
+
+    `report_fd` is the leader's own pipe to the warm parent: the job process must not hold it, or
+    it could write the whole report itself.
+    """
     from runtime import child
 
     limits = sandbox.Limits(**request["limits"])
@@ -52,6 +56,8 @@ def supervise_job(request: dict[str, Any]) -> dict[str, Any]:
         os.close(ev_r)
         if sink is not None:
             sink.close()  # the job never holds a handle on the harness's evidence folder
+        if report_fd is not None:
+            os.close(report_fd)
         try:
             os.setpgid(0, 0)
             _redirect_output(request)

@@ -16,7 +16,9 @@ from runtime import events as events_mod
 from runtime import evidence, sandbox
 
 POLL_S = 0.05
-MAX_EVENT_BYTES = 64 * 1024 * 1024  # more is a flood: the rest is read and dropped
+# More is a flood from the kernel: the rest is read and dropped, and the case cannot be accepted.
+MAX_EVENT_BYTES = 16 * 1024 * 1024
+MAX_EVENTS = 20_000
 
 
 def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict[str, Any]:
@@ -76,10 +78,13 @@ def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict
             os.killpg(pid, signal.SIGKILL)  # the job's leftovers, if any
         except OSError:
             pass
-    events = events_mod.parse(raw[:MAX_EVENT_BYTES])
+    events = events_mod.parse(raw[:MAX_EVENT_BYTES], MAX_EVENTS)
+    flood = len(raw) > MAX_EVENT_BYTES or len(events) > MAX_EVENTS
+    events = events[:MAX_EVENTS]
     found = evidence.collect(request, events, uid, pid, iso.mount_namespace, sink)
-    if len(raw) > MAX_EVENT_BYTES:
-        found["events_truncated"] = f"the job sent more than {MAX_EVENT_BYTES} bytes of events; the rest was dropped"
+    if flood:
+        found["events_truncated"] = (f"the job sent more than {MAX_EVENT_BYTES // 2**20} MiB or {MAX_EVENTS} events; "
+                                     "the rest was dropped")
     if sink is not None:
         sink.close()
     return {

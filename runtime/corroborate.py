@@ -93,7 +93,7 @@ def _stream(out: Checked, events: list[dict[str, Any]], found: dict[str, Any]) -
 
 
 def _recheck(out: Checked, rc: Any, result_ev: dict[str, Any]) -> None:
-    if not isinstance(rc, dict):
+    if not isinstance(rc, dict) or not ("error" in rc or "metrics" in rc):
         out.contradictions.append("the job reported a result the harness could not recheck")
         out.output_written = False
         return

@@ -14,9 +14,10 @@ import hashlib
 import json
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from runtime.jobfiles import JobFiles
 

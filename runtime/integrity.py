@@ -38,9 +38,8 @@ def _fingerprint(obj: Any) -> tuple[int, ...]:
 def _watched() -> dict[str, Any]:
     """Every object whose replacement would change what the harness measures in this process."""
     import numpy.testing
-    import torch
-
     import pypto.frontend
+    import torch
     from pypto.frontend.parser.entry import JitCallableWrapper
 
     objects: dict[str, Any] = {

@@ -15,10 +15,10 @@ from __future__ import annotations
 import ctypes
 import os
 import stat
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Iterator
 
 CHUNK_BYTES = 1 << 20
 MAX_WALK_ENTRIES = 20_000
@@ -275,7 +275,7 @@ class JobFiles:
         return sorted(out, key=lambda e: e.rel)
 
     # -- copying -------------------------------------------------------------------------------
-    def copy(self, rel: str | PurePosixPath, sink: "Sink", dest: str, max_bytes: int, tail: bool = False) -> bool:
+    def copy(self, rel: str | PurePosixPath, sink: Sink, dest: str, max_bytes: int, tail: bool = False) -> bool:
         """Copy one file into a harness-owned Sink; at most max_bytes (its tail when `tail`).
 
         Without `tail`, a bigger file is skipped (a cut JSON file is worse than none). Returns
@@ -344,7 +344,7 @@ class Sink:
         self.fd = fd
 
     @classmethod
-    def open(cls, path: Path | str) -> "Sink":
+    def open(cls, path: Path | str) -> Sink:
         """Open (creating it 0700 when missing) a harness-owned folder."""
         path = Path(path)
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -358,7 +358,7 @@ class Sink:
     def close(self) -> None:
         os.close(self.fd)
 
-    def __enter__(self) -> "Sink":
+    def __enter__(self) -> Sink:
         return self
 
     def __exit__(self, *exc: object) -> None:

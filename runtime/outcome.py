@@ -8,11 +8,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from runtime import corroborate, verdicts
-from runtime.tolerance import assert_passed, within_tolerance
 from runtime.diagnose import diagnose
 from runtime.jobenv import JobDirs
 from runtime.jobfiles import JobFiles
 from runtime.report import CaseResult, CostModel, Diagnosis, ErrorInfo, Launch, Stage
+from runtime.tolerance import assert_passed, within_tolerance
 
 TAIL_CHARS = 8000
 MAX_LOG_BYTES = 1024 * 1024  # of stdout and stderr, read for diagnosis and script markers

@@ -6,8 +6,9 @@ import json
 import os
 import textwrap
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from runtime.runner import RunOptions, run_submission
 

@@ -210,6 +210,8 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
         # the job's time for the same bytes.
         raw = [_before_launch(rec, p, out) if graph is not None and p["launch"] is not None else out
                for out, p in zip(outputs, provenance)]
+        # The job's own compare is its claim; its leader recompares the dumped bytes outside this
+        # process (runtime.dumps) and decides with that, checking the claim against it.
         per_output = [metrics.compare(r, g, *tolerance) for r, g in zip(raw, goldens)]
         result_event: dict[str, Any] = {"metrics": metrics.combine(per_output), "provenance": provenance}
         if graph is not None:

@@ -32,6 +32,7 @@ class Checked:
     refused: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     reported: int = 0
+    duration_s: float = 0.0  # the leader's time taking and checking the evidence
 
     def summary(self) -> dict[str, Any]:
         """CaseResult.evidence: what was corroborated, for the report and the dashboard."""
@@ -39,7 +40,7 @@ class Checked:
                 "uncorroborated": self.uncorroborated[:MAX_CONTRADICTIONS], "rechecked": self.rechecked,
                 "changed_after_launch": self.changed_after_launch,
                 "contradictions": self.contradictions[:MAX_CONTRADICTIONS], "refused_files": self.refused,
-                "notes": self.notes}
+                "notes": self.notes, "duration_s": self.duration_s}
 
 
 def _count(events: list[dict[str, Any]], kind: str) -> int:
@@ -55,6 +56,7 @@ def check(is_script: bool, events: list[dict[str, Any]], found: dict[str, Any],
         out.output_written = False if result_ev else None
         return out
     out.refused = [str(r) for r in found.get("refused") or []]
+    out.duration_s = float(found.get("duration_s") or 0.0)
     out.notes = [str(n) for n in found.get("notes") or []]
     out.pypto_graph, out.pypto_passes = found.get("pypto_graph"), found.get("pypto_passes")
     _launches(out, found)

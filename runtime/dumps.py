@@ -127,14 +127,6 @@ def _file_sha256(files: JobFiles, meta: dict[str, Any]) -> str:
     return digest.hexdigest()
 
 
-def _finite_pairs(o: Any, g: Any) -> int:
-    import torch
-
-    o = o.abs() if o.is_complex() else o
-    g = g.abs() if g.is_complex() else g
-    return int((torch.isfinite(o.to(torch.float64)) & torch.isfinite(g.to(torch.float64))).sum())
-
-
 def compare_files(files: JobFiles, out: dict[str, Any], gold: dict[str, Any], rtol: float, atol: float,
                   digest: Any = None, gold_digest: Any = None) -> dict[str, Any]:
     """runtime.metrics.compare of two dumped tensors, chunk by chunk (same keys, same deciding values)."""
@@ -146,11 +138,8 @@ def compare_files(files: JobFiles, out: dict[str, Any], gold: dict[str, Any], rt
     base["dtype_match"] = out["dtype"] == gold["dtype"]
     if not base["shape_match"]:
         return {**base, **_unmatched(files, out, gold, digest, gold_digest)}
-    parts: list[dict[str, Any]] = []
-    pairs: list[int] = []
-    for o, g in zip(_chunks(files, out, digest), _chunks(files, gold, gold_digest)):
-        parts.append(metrics.compare(o, g, rtol, atol))
-        pairs.append(_finite_pairs(o, g))
+    parts = [metrics.compare(o, g, rtol, atol)
+             for o, g in zip(_chunks(files, out, digest), _chunks(files, gold, gold_digest))]
     numel = sum(p["numel"] for p in parts)
     mism = sum(p["mismatch_count"] for p in parts)
 
@@ -158,14 +147,14 @@ def compare_files(files: JobFiles, out: dict[str, Any], gold: dict[str, Any], rt
         values = [p[key] for p in parts if p.get(key) is not None]
         return max(values) if values else None
 
-    weighted = [(p["mean_abs_diff"], n) for p, n in zip(parts, pairs) if p.get("mean_abs_diff") is not None]
+    weighted = [(p["mean_abs_diff"], p["finite_pairs"]) for p in parts if p.get("mean_abs_diff") is not None]
     total = sum(n for _, n in weighted)
     return {
         **base, "numel": numel,
         "nan_count": sum(p["nan_count"] for p in parts), "inf_count": sum(p["inf_count"] for p in parts),
         "output_abs_max": worst("output_abs_max"), "golden_abs_max": worst("golden_abs_max"),
         "bit_identical": base["dtype_match"] and all(p["bit_identical"] for p in parts),
-        "max_abs_diff": worst("max_abs_diff"), "max_rel_diff": worst("max_rel_diff"),
+        "max_abs_diff": worst("max_abs_diff"), "max_rel_diff": worst("max_rel_diff"), "finite_pairs": total,
         "mean_abs_diff": sum(m * n for m, n in weighted) / total if total else None,
         "mismatch_count": mism, "mismatch_ratio": mism / numel if numel else 0.0,
     }

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -45,6 +46,7 @@ def open_sink(request: dict[str, Any]) -> Sink | None:
 def collect(request: dict[str, Any], events: list[dict[str, Any]], uid: int | None, pid: int,
             mount_namespace: bool, sink: Sink | None) -> dict[str, Any]:
     """The harness's own view of a finished job; never raises (a failure becomes a note)."""
+    start = time.perf_counter()
     dirs = JobDirs(Path(request["job_dir"]))
     files = JobFiles(dirs.root, uid)
     out: dict[str, Any] = {"dir": request.get("evidence_dir"), "notes": []}
@@ -62,6 +64,7 @@ def collect(request: dict[str, Any], events: list[dict[str, Any]], uid: int | No
     except Exception as exc:  # noqa: BLE001 - the harness's own failure: reported, never fatal
         out["notes"].append(f"evidence collection failed: {type(exc).__name__}: {exc}"[:500])
     out["refused"] = files.refused[:MAX_REFUSED]
+    out["duration_s"] = round(time.perf_counter() - start, 4)
     return out
 
 

@@ -217,8 +217,11 @@ class JobFiles:
         return None
 
     # -- listing -------------------------------------------------------------------------------
-    def listdir(self, rel: str | PurePosixPath = "") -> list[tuple[str, str]]:
-        """(name, kind) of a folder's entries, kind file | dir | link | other; [] when unreadable."""
+    def listdir(self, rel: str | PurePosixPath = "", max_entries: int = MAX_WALK_ENTRIES) -> list[tuple[str, str]]:
+        """(name, kind) of a folder's entries, kind file | dir | link | other; [] when unreadable.
+
+        At most max_entries (the first the kernel's folder yields; the cut is recorded).
+        """
         try:
             fd = self._open_dir(_parts(rel))
         except UnsafeFile as exc:
@@ -227,7 +230,14 @@ class JobFiles:
         except OSError:
             return []
         try:
-            return sorted((e.name, _kind(e)) for e in os.scandir(fd))
+            found = []
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    if len(found) >= max_entries:
+                        self.refused.append(f"{rel or '.'}: more than {max_entries} entries; the rest was not read")
+                        break
+                    found.append((entry.name, _kind(entry)))
+            return sorted(found)
         finally:
             os.close(fd)
 
@@ -244,8 +254,9 @@ class JobFiles:
         base = _parts(rel)
         out: list[Entry] = []
         seen = 0
+        full = False
         stack: list[list[str]] = [base]
-        while stack:
+        while stack and not full:
             parts = stack.pop()
             try:
                 fd = self._open_dir(parts)
@@ -255,15 +266,20 @@ class JobFiles:
             except OSError:
                 continue
             try:
-                for entry in sorted(os.scandir(fd), key=lambda e: e.name):
-                    seen += 1
-                    if seen > max_entries:
-                        self.refused.append(f"{'/'.join(base) or '.'}: more than {max_entries} entries; "
-                                            "the rest was not read")
-                        return sorted(out, key=lambda e: e.rel)
+                entries = []
+                with os.scandir(fd) as found:
+                    for entry in found:  # counted as read: a folder of millions stops here
+                        seen += 1
+                        if seen > max_entries:
+                            self.refused.append(f"{'/'.join(base) or '.'}: more than {max_entries} entries; "
+                                                "the rest was not read")
+                            full = True
+                            break
+                        entries.append(entry)
+                for entry in sorted(entries, key=lambda e: e.name):
                     path = "/".join([*parts, entry.name])
                     kind = _kind(entry)
-                    if kind == "dir" and len(parts) - len(base) < max_depth:
+                    if kind == "dir" and len(parts) - len(base) < max_depth and not full:
                         stack.append([*parts, entry.name])
                     elif kind == "link":
                         self.refused.append(f"{path}: a symbolic link")

@@ -135,3 +135,15 @@ def test_a_sink_must_be_the_harnesss_alone(tmp_path):
     shared.chmod(0o777)
     with pytest.raises(UnsafeFile):
         Sink.open(shared)
+
+
+def test_listing_a_huge_folder_stops_at_its_cap(job):
+    root, _ = job
+    many = root / "output"
+    many.mkdir()
+    for i in range(50):
+        (many / f"f{i:02d}").write_text("x")
+    files = JobFiles(root)
+    assert len(files.listdir("output", max_entries=10)) == 10
+    assert len(files.walk("output", max_entries=10)) == 10
+    assert sum("more than 10 entries" in r for r in files.refused) == 2

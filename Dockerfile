@@ -28,7 +28,7 @@ COPY server ./server
 COPY worker ./worker
 COPY web ./web
 COPY migrations ./migrations
-# Not editable: the sandboxed job uid must be able to read the installed packages (platform notes).
+# Not editable: the sandboxed job uid must be able to read the installed packages (docs/platform.md §2).
 RUN pip install . && mkdir -p /data /var/cache/crosscheck
 
 EXPOSE 8000

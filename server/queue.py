@@ -30,7 +30,7 @@ def configure_transport(broker_url: str, poll_s: float) -> None:
     """Set the SQLAlchemy transport's polling interval on its class.
 
     Not in broker_transport_options: kombu passes those to create_engine, which rejects
-    `polling_interval` and crashes the worker (platform notes).
+    `polling_interval` and crashes the worker (docs/platform.md §1).
     """
     if broker_url.startswith(SQLA_PREFIX):
         from kombu.transport import sqlalchemy as sqla_transport

@@ -1,6 +1,6 @@
 """The sweeper: a background thread that keeps jobs moving when workers or messages get lost.
 
-The broker is not the source of truth (platform notes: the SQLite transport never redelivers, a
+The broker is not the source of truth (docs/platform.md §1: the SQLite transport never redelivers, a
 killed worker can lose its message), so every SWEEP_INTERVAL_S it:
 - re-queues running jobs whose heartbeat expired (a new attempt), or fails them after max_attempts;
 - re-sends queued jobs older than 2 x stale_job_s whose message may be lost, backing off per job

@@ -1,6 +1,6 @@
 """The Celery app (`celery -A worker.app worker -Q sim`), configured from server.config.Settings.
 
-The broker is not our source of truth (platform notes: a SIGKILLed worker's message is never
+The broker is not our source of truth (docs/platform.md §1: a SIGKILLed worker's message is never
 redelivered by the SQLite transport, and only after the visibility timeout by Redis). Job state
 lives in the server's database: a compare-and-set claim makes every delivery idempotent, and the
 server re-enqueues stale jobs. The settings below only make redelivery as good as each broker allows.

@@ -65,7 +65,7 @@ class WarmParent:
             "ASCEND_PROCESS_LOG_PATH": str(self.log_dir),
             "TILE_FWK_OUTPUT_DIR": str(self.scratch / "output"),
             "TILEFWK_CONFIG_PATH": str(self.config_path),
-            "OMP_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",  # forks of a multi-threaded torch hang (docs/pypto.md §2)
         })
         log = open(self.scratch / "warm-parent.log", "ab")
         self.proc = subprocess.Popen(

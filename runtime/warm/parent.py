@@ -1,7 +1,7 @@
 """The warm parent itself: import torch and pypto once, then fork one job leader per request.
 
-It never compiles anything itself (a process that has compiled leaks memory and state into
-every fork). Started by runtime.warm.client as `python -m runtime.warm.parent FD MODE SCRATCH`.
+It never compiles anything itself: a fork of a process that has compiled hangs, and every compile
+grows the process (docs/pypto.md §2). Started by runtime.warm.client as `python -m runtime.warm.parent FD MODE SCRATCH`.
 """
 from __future__ import annotations
 

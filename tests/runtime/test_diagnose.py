@@ -3,7 +3,7 @@
 Texts live in tests/fixtures/diagnosis/texts/<rule-id>[.<variant>].json. "real" ones were captured
 from PyPTO 0.2.0 SIM runs of the fixture kernels next to them; "derived" ones are real texts with
 one part removed or renamed; "hand-written" ones (NPU-only and exit rules) follow the PyPTO docs,
-the notes or the harness's exit_info format. The slow test re-runs the fixture kernels for real.
+docs/pypto.md §4 or the harness's exit_info format. The slow test re-runs the fixture kernels for real.
 """
 from __future__ import annotations
 

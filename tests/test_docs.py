@@ -1,0 +1,84 @@
+"""References into docs/ resolve, no reference leaves the repository, and the repro scripts compile."""
+from __future__ import annotations
+
+import py_compile
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs"
+SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", ".mypy_cache", ".pytest_cache", "build", "dist"}
+TEXT_SUFFIXES = {".py", ".md", ".toml", ".json", ".html", ".txt", ".cfg", ".ini", ".yml", ".yaml", ".sh", ".j2"}
+TEXT_NAMES = {"Dockerfile", "run", ".importlinter"}
+DOC_REF = re.compile(r"docs/([A-Za-z0-9_.-]+\.md)(?:\s*§\s*(\d+))?")
+REPRO_REF = re.compile(r"docs/repro/([A-Za-z0-9_]+\.py)")
+# Where knowledge used to live before it was written into docs/; nothing may point there any more.
+OUTSIDE = re.compile(r"pypto-notes|platform[- ]notes|/work/shared|\.\./shared|notes section|notes §", re.I)
+
+
+def repo_texts() -> list[Path]:
+    found = []
+    for path in REPO.rglob("*"):
+        if any(part in SKIP_DIRS for part in path.relative_to(REPO).parts) or not path.is_file():
+            continue
+        if path.suffix in TEXT_SUFFIXES or path.name in TEXT_NAMES:
+            found.append(path)
+    return found
+
+
+TEXTS = {path: path.read_text(errors="replace") for path in repo_texts()}
+
+
+def section_numbers(doc: Path) -> set[str]:
+    """Numbers of the headings that start with one: `## 3. Title` or `## §3 Title`."""
+    return set(re.findall(r"^#+\s*§?\s*(\d+)[.\s]", doc.read_text(), re.M))
+
+
+def references() -> list[tuple[str, str, str | None]]:
+    return [(str(path.relative_to(REPO)), m.group(1), m.group(2))
+            for path, text in TEXTS.items() for m in DOC_REF.finditer(text)]
+
+
+def test_the_scan_sees_the_known_citations():
+    """Guards the scan itself: if it found nothing, every other check here would pass vacuously."""
+    cited = {(where, doc) for where, doc, _ in references()}
+    assert ("runtime/graph_verify.py", "pypto.md") in cited
+    assert ("runtime/dtypes.py", "pypto.md") in cited
+
+
+def test_every_cited_doc_and_section_exists():
+    problems = []
+    for where, doc, section in references():
+        path = DOCS / doc
+        if not path.is_file():
+            problems.append(f"{where}: docs/{doc} does not exist")
+        elif section is not None and section not in section_numbers(path):
+            problems.append(f"{where}: docs/{doc} has no section {section}")
+    assert not problems, "\n".join(problems)
+
+
+def test_pypto_doc_keeps_the_numbered_sections_code_cites():
+    assert section_numbers(DOCS / "pypto.md") >= {str(n) for n in range(1, 9)}
+
+
+def test_no_reference_points_outside_the_repository():
+    here = Path(__file__).resolve()
+    hits = [f"{path.relative_to(REPO)}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)}"
+            for path, text in TEXTS.items() if path != here for m in OUTSIDE.finditer(text)]
+    assert not hits, "\n".join(hits)
+
+
+def test_every_repro_script_named_in_docs_exists_and_every_script_is_named():
+    named = {m.group(1) for path, text in TEXTS.items() if path.is_relative_to(DOCS) and path.suffix == ".md"
+             for m in REPRO_REF.finditer(text)}
+    scripts = {p.name for p in (DOCS / "repro").glob("*.py")}
+    helpers = {"common.py"}
+    assert named - scripts == set(), f"named in docs but missing: {sorted(named - scripts)}"
+    assert scripts - named - helpers == set(), f"scripts no document names: {sorted(scripts - named - helpers)}"
+
+
+@pytest.mark.parametrize("script", sorted((DOCS / "repro").glob("*.py")), ids=lambda p: p.name)
+def test_repro_script_compiles(script: Path, tmp_path: Path):
+    py_compile.compile(str(script), cfile=str(tmp_path / "out.pyc"), doraise=True)

@@ -17,23 +17,24 @@ pytestmark = pytest.mark.slow
 STDOUT_MIB = 1024
 END_MARK = "END-OF-FLOOD"
 
-# `crosscheck run` in a process of its own, so that its peak memory is its own (the warm parent
-# and the jobs are its children, not counted in RUSAGE_SELF).
-RUNNER = '''
-import json, resource, sys
+# `crosscheck run` in a process of its own, so that its peak memory is its own: VmHWM counts this
+# process's memory since its exec (ru_maxrss would also count what pytest held when it forked), and
+# not the warm parent or the jobs, which are other processes.
+PEAK_MIB = "int(open('/proc/self/status').read().split('VmHWM:')[1].split()[0]) / 1024"
+RUNNER = f'''
+import json, sys
 from pathlib import Path
 from runtime.runner import RunOptions, run_submission
 case = run_submission(Path(sys.argv[1]), RunOptions(work_dir=Path(sys.argv[2]), graph_verify=False)).cases[0]
-print(json.dumps({"verdict": case.verdict, "stdout": case.logs["stdout"], "job_dir": case.job_dir,
-                  "evidence_dir": case.evidence_dir,
-                  "maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+print(json.dumps({{"verdict": case.verdict, "stdout": case.logs["stdout"], "job_dir": case.job_dir,
+                   "evidence_dir": case.evidence_dir, "maxrss_mib": {PEAK_MIB}}}))
 '''
-UNFIXED_TAIL = '''
-import resource, sys
+UNFIXED_TAIL = f'''
+import sys
 from pathlib import Path
 from tests.hostile.unfixed_evidence import tail
 assert tail(Path(sys.argv[1]), 10**6).endswith("\\n")
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+print({PEAK_MIB})
 '''
 
 

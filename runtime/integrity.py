@@ -67,7 +67,11 @@ def _watched() -> dict[str, Any]:
 
 
 def seal() -> None:
-    """Record the watched objects; call after our own patches and before any submission code."""
+    """Record the watched objects; call after our own patches and before any submission code.
+
+    Harness code that legitimately replaces a watched object later in the job must seal again
+    right after, or honest jobs would be reported as edited.
+    """
     _sealed.clear()
     _sealed.update({name: _fingerprint(obj) for name, obj in _watched().items()})
 

@@ -96,9 +96,11 @@ def _calls(files: JobFiles, mode: str) -> dict[str, dict[str, bool]]:
         if kind != "dir" or not CALL_FOLDER.match(name):
             continue
         folder = f"output/{name}"
-        compiled = files.size(f"{folder}/program.json") is not None
-        if mode == "sim":
-            compiled = compiled and _has_elf(files, f"{folder}/kernel_aicpu")
+        # pypto creates kernel_aicore/ whenever it generates code; a failed compile leaves none.
+        compiled = files.is_dir(f"{folder}/kernel_aicore")
+        if mode == "sim":  # measured here: every SIM call also leaves these (docs/repro/call_folders.py)
+            compiled = (compiled and files.size(f"{folder}/program.json") is not None
+                        and _has_elf(files, f"{folder}/kernel_aicpu"))
         swim = files.size(f"{folder}/{costmodel.SIM_SUBDIR}/{costmodel.SWIM_FILE}") is not None
         calls[name] = {"compiled": compiled, "cost_model": swim}
     return calls

@@ -2,8 +2,8 @@
 
 Calls one kernel three times (SIM), then a kernel that fails to compile, and lists after each call
 what `pypto.pypto_impl.LogTopFolder()` names and what that folder holds: every successful call has
-its own folder with program.json, an ELF object under kernel_aicpu/ and the cost model's swim file;
-a failed compile's folder has none of them.
+its own folder with kernel_aicore/ (made by code generation), program.json, an ELF object under
+kernel_aicpu/ and the cost model's swim file; a failed compile's folder has none of them.
 """
 from pathlib import Path
 
@@ -16,7 +16,8 @@ def describe(folder: Path) -> str:
     aicpu = folder / "kernel_aicpu"
     elf = any(p.read_bytes()[:4] == ELF for p in aicpu.iterdir() if p.is_file()) if aicpu.is_dir() else False
     swim = (folder / "CostModelSimulationOutput" / "_simulate.swim.json").is_file()
-    return f"program.json={(folder / 'program.json').is_file()} elf_in_kernel_aicpu={elf} swim={swim}"
+    return (f"kernel_aicore/={(folder / 'kernel_aicore').is_dir()} program.json={(folder / 'program.json').is_file()} "
+            f"elf_in_kernel_aicpu={elf} swim={swim}")
 
 
 def main() -> None:

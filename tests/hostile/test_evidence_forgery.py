@@ -51,6 +51,7 @@ OUTPUT_DIR = os.path.join(os.environ["TILE_FWK_OUTPUT_DIR"], "output_20990101_00
 sim = os.path.join(OUTPUT_DIR, "CostModelSimulationOutput")
 os.makedirs(sim)
 os.makedirs(os.path.join(OUTPUT_DIR, "kernel_aicpu"))
+os.makedirs(os.path.join(OUTPUT_DIR, "kernel_aicore"))
 with open(os.path.join(sim, "_simulate.swim.json"), "w") as f:
     json.dump([{"blockIdx": 0, "coreType": "AIV", "tasks": [{"taskId": 0, "execStart": 0, "execEnd": 900}]}], f)
 with open(os.path.join(sim, "_simulate.stat.report.txt"), "w") as f:

@@ -118,6 +118,7 @@ def test_call_folders_are_checked_for_what_pypto_writes(tmp_path):
     (real / "CostModelSimulationOutput" / "_simulate.swim.json").write_text("[]")
     (real / "program.json").write_text("{}")
     (real / "kernel_aicpu").mkdir()
+    (real / "kernel_aicore").mkdir()
     (real / "kernel_aicpu" / "x.o").write_bytes(Path("/bin/true").read_bytes())
     fake = out / "output_20260101_000000_000002_1_"
     (fake / "CostModelSimulationOutput").mkdir(parents=True)
@@ -126,6 +127,9 @@ def test_call_folders_are_checked_for_what_pypto_writes(tmp_path):
     calls = evidence._calls(JobFiles(tmp_path), "sim")
     assert calls == {real.name: {"compiled": True, "cost_model": True},
                      fake.name: {"compiled": False, "cost_model": True}}
+    (real / "program.json").unlink()  # on the NPU, code generation alone counts
+    assert evidence._calls(JobFiles(tmp_path), "npu")[real.name]["compiled"]
+    assert not evidence._calls(JobFiles(tmp_path), "sim")[real.name]["compiled"]
 
 
 def _checked(events, found, result=None):

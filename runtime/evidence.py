@@ -137,9 +137,13 @@ def _match(events: list[dict[str, Any]], calls: dict[str, dict[str, bool]], requ
     """Each launch event with the call folder that corroborates it, or None and why not.
 
     SIM compiles and simulates on every call, so each launch has its own folder (docs/pypto.md §2);
-    on the NPU a compiled kernel is cached per input signature, so launches may share one.
+    on the NPU a compiled kernel is cached per input signature (docs/pypto.md §1), so launches may
+    share one.
     """
     sim = request["mode"] == "sim"
+    # On the NPU a cached call may name a folder without code of its own (not measured here): any
+    # folder pypto wrote counts once code generation happened somewhere in this job.
+    generated = not sim and any(c["compiled"] for c in calls.values())
     used: set[str] = set()
     out = []
     for index, ev in enumerate(e for e in events if e.get("event") == "launch"):
@@ -149,7 +153,7 @@ def _match(events: list[dict[str, Any]], calls: dict[str, dict[str, bool]], requ
             why = "names no folder in the job's output dir"
         elif name not in calls:
             why = f"names {name}, which pypto did not write"
-        elif not calls[name]["compiled"] or (sim and not calls[name]["cost_model"]):
+        elif not (calls[name]["compiled"] or generated) or (sim and not calls[name]["cost_model"]):
             why = f"{name} lacks pypto's compile and cost-model files"
         elif sim and name in used:
             why = f"{name} is claimed by an earlier launch"

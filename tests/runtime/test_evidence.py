@@ -107,8 +107,10 @@ def test_launch_events_count_only_with_their_own_call_folder():
     assert [m["call"] for m in matched] == ["output_a", None, None, None, None, None]
     assert "claimed by an earlier launch" in matched[1]["why"] and "lacks pypto's" in matched[2]["why"]
     assert "names no folder" in matched[3]["why"] and "did not write" in matched[4]["why"]
-    npu = evidence._match(events[:2], calls, {**REQUEST, "mode": "npu"}, dirs)
-    assert [m["call"] for m in npu] == ["output_a", "output_a"]  # NPU caches one compile for many calls
+    npu = evidence._match(events[:3], calls, {**REQUEST, "mode": "npu"}, dirs)
+    assert [m["call"] for m in npu] == ["output_a", "output_a", "output_b"]  # one compile, cached calls
+    nothing = evidence._match(events[2:3], {"output_b": calls["output_b"]}, {**REQUEST, "mode": "npu"}, dirs)
+    assert nothing[0]["call"] is None  # no code generation anywhere in the job
 
 
 def test_call_folders_are_checked_for_what_pypto_writes(tmp_path):

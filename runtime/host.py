@@ -9,6 +9,7 @@ from importlib import metadata, util
 from pathlib import Path
 
 from runtime.report import Environment
+from runtime.version import runtime_version
 
 
 def _version(dist: str) -> str:
@@ -46,7 +47,7 @@ def npu_devices() -> list[int]:
     return sorted(int(p.removeprefix("/dev/davinci")) for p in glob.glob("/dev/davinci[0-9]*"))
 
 
-def environment(sandbox: dict[str, object] | None = None) -> Environment:
+def environment(sandbox: dict[str, object] | None = None, device: str | None = None) -> Environment:
     return Environment(
         pypto=_version("pypto"),
         torch=_version("torch"),
@@ -54,4 +55,6 @@ def environment(sandbox: dict[str, object] | None = None) -> Environment:
         host=socket.gethostname(),
         cann=cann_version(),
         sandbox=dict(sandbox or {}),
+        runtime=runtime_version(),
+        device=device,
     )

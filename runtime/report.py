@@ -112,6 +112,8 @@ class Environment:
     host: str
     cann: str | None
     sandbox: dict[str, Any] = field(default_factory=dict)
+    runtime: str = ""  # runtime.__version__: part of the key under which a result may be reused
+    device: str | None = None  # the NPU the cases ran on ("npu:0"); None in SIM
 
 
 @dataclass

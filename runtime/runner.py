@@ -69,7 +69,7 @@ def run_submission(path: Path, options: RunOptions, warm: WarmParent | None = No
                        f"{len(findings)} finding(s)")
     report = Report(
         submission=Submission(kind=sub.kind, name=sub.name, sha256=sub.sha256, files=sub.files),
-        mode=options.mode, environment=environment(), lint=findings,
+        mode=options.mode, environment=environment(device=_device_name(options)), lint=findings,
     )
     own_warm = warm is None
     runner = _CaseRunner(sub, options, work, findings, [syntax_stage, lint_stage])
@@ -86,6 +86,11 @@ def run_submission(path: Path, options: RunOptions, warm: WarmParent | None = No
             warm.close()
     report.duration_s = round(time.perf_counter() - start, 4)
     return report
+
+
+def _device_name(options: RunOptions) -> str | None:
+    """The card an NPU run used, as the report's provenance names it; SIM runs on no device."""
+    return f"npu:{options.device_id or 0}" if options.mode == "npu" else None
 
 
 def _check_case_filter(sub: submission_mod.Submission, wanted: list[str]) -> None:

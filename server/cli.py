@@ -18,6 +18,8 @@ COMMANDS = (
     ("api", "server.commands.api"),
     ("worker", "server.commands.worker"),
     ("submit", "server.commands.submit"),
+    ("ci", "server.commands.ci"),
+    ("upload", "server.commands.upload"),
     ("db", "server.commands.db"),
     ("token", "server.commands.token"),
 )

@@ -29,6 +29,11 @@ class Settings(BaseSettings):
     stale_job_s: float = 120.0  # a running job without heartbeat this long is re-queued
     max_attempts: int = 3
     broker_poll_s: float = 0.1
+    max_ingest_bytes: int = 64 * 1024 * 1024  # one uploaded report or JUnit file (docs/ci.md)
+    webhook_backoff_s: float = 30.0  # first retry delay; doubles per failed attempt
+    webhook_max_attempts: int = 6
+    webhook_timeout_s: float = 10.0
+    public_url: str = ""  # how people reach the dashboard (links in webhooks and the CLI); default: as called
 
     @field_validator("case_timeout_s", "case_memory_gib", "job_heartbeat_s", "stale_job_s")
     @classmethod

@@ -24,6 +24,7 @@ from server.migrate import check_schema
 from server.queue import Producer
 from server.schemas.submission import SubmissionCreate
 from server.sweeper import Sweeper
+from server.webhook_sender import WebhookSender
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,9 @@ TAGS = [
     {"name": "operators", "description": "Operators with the verdict across SIM and NPU, per case, and history."},
     {"name": "cases", "description": "Case results across jobs, with filters and cursor pagination."},
     {"name": "workers", "description": "Workers and their heartbeats."},
+    {"name": "suite runs", "description": "Nightly CI: suite runs over a checkout, comparisons, reuse, webhooks."},
+    {"name": "ingest", "description": "Results produced outside the queue (runtime JSON, pytest JUnit), with provenance."},
+    {"name": "exports", "description": "CSV downloads of the operator, case and suite-run tables."},
     {"name": "internal", "description": "Worker-facing endpoints (scope worker)."},
     {"name": "operations", "description": "Health, readiness and Prometheus metrics (no token)."},
 ]
@@ -49,8 +53,10 @@ def create_app(settings: Settings | None = None, *, start_sweeper: bool = True) 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         check_schema(engine, settings.resolved_database_url)  # raises SchemaOutdated: refuse to start
         sweeper = Sweeper(app.state.sessionmaker, app.state.producer, settings) if start_sweeper else None
-        if sweeper:
-            sweeper.start()
+        sender = WebhookSender(app.state.sessionmaker, settings) if start_sweeper else None
+        for thread in (sweeper, sender):
+            if thread:
+                thread.start()
         log.info("api.started database=%s", engine.url.render_as_string(hide_password=True))
         # Move the ~130k objects created at import out of the collector's reach: otherwise each
         # full collection rescans them (~100 ms), which was the whole p99 of the dashboard bench.
@@ -59,8 +65,9 @@ def create_app(settings: Settings | None = None, *, start_sweeper: bool = True) 
         try:
             yield
         finally:
-            if sweeper:
-                sweeper.stop()
+            for thread in (sweeper, sender):
+                if thread:
+                    thread.stop()
             app.state.producer.close()
             if own_engine:
                 engine.dispose()

@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from server.auth import ANONYMOUS, Caller, require
+from server.services.provenance import describe as provenance
 from web import format as fmt
 
 HERE = Path(__file__).parent
@@ -20,6 +21,7 @@ templates_dir = HERE / "templates"
 
 templates = Jinja2Templates(directory=templates_dir)
 templates.env.filters.update(fmt.FILTERS)
+templates.env.filters["provenance"] = provenance  # a result's source, card and whether it is verified
 templates.env.globals["FLAG_EXPLANATION"] = (
     "The simulator does not write outputs on CPU hosts, so this is not a kernel defect.")
 

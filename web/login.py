@@ -1,4 +1,4 @@
-"""Sign in by pasting an API token (kept in an HttpOnly cookie), sign out, and the suite-runs slot."""
+"""Sign in by pasting an API token (kept in an HttpOnly cookie), and sign out."""
 from __future__ import annotations
 
 from typing import Annotated
@@ -9,7 +9,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from server.api.deps import SessionDep, SettingsDep
 from server.auth import TOKEN_COOKIE
 from server.services import tokens
-from web.deps import Reader, render
+from web.deps import render
 from web.errors import HtmlRoute
 
 router = APIRouter(route_class=HtmlRoute)
@@ -45,8 +45,3 @@ def logout() -> RedirectResponse:
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(TOKEN_COOKIE, path="/")
     return response
-
-
-@router.get("/suites", response_class=HTMLResponse, name="suites")
-def suites(request: Request, caller: Reader) -> HTMLResponse:
-    return render(request, "suites.html", caller)

@@ -5,7 +5,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from server.api.deps import SessionDep
-from server.services import queries
+from server.services import commit_history, queries
 from server.services.combined import FLAGGED
 from web import charts
 from web.deps import Reader, render
@@ -27,4 +27,5 @@ def operator_page(request: Request, name: str, session: SessionDep, caller: Read
                   diff_chart=charts.diff_history(history),
                   time_chart=charts.linear_trend(history, "aicore_time_us", "AICore time", "cost", "µs"),
                   util_chart=charts.linear_trend(history, "utilization", "utilisation", "util", "%", scale=100),
-                  jobs=queries.recent_jobs(session, RECENT_JOBS, operator_id=operator.id))
+                  jobs=queries.recent_jobs(session, RECENT_JOBS, operator_id=operator.id),
+                  commits=commit_history.by_commit(session, operator.id))

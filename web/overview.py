@@ -57,6 +57,7 @@ def overview(request: Request, session: SessionDep, caller: Reader,
                   params=params, mode=mode, since=since, since_choices=list(SINCE), page=page, pages=pages,
                   per_page=per_page, per_page_choices=PER_PAGE_CHOICES, labels=queries.label_values(session),
                   page_url=lambda n: "/?" + _query(params, page=n),
+                  csv_query=_query({k: v for k, v in params.items() if k in ('verdict', 'mode', 'branch', 'author', 'q')}),
                   verdict_url=lambda v: "/?" + _query(params, verdict=[v], page=1))
 
 

@@ -51,7 +51,8 @@ def capabilities(graph_verify: str) -> dict[str, Any]:
     return {
         "modes": host_modes(),
         "devices": npu_devices(),
-        "versions": {"pypto": env.pypto, "torch": env.torch, "python": env.python, "cann": env.cann},
+        "versions": {"pypto": env.pypto, "torch": env.torch, "python": env.python, "cann": env.cann,
+                     "runtime": env.runtime},
         "graph_verify": graph_verify,
     }
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from server.api import cases, internal, jobs, operators, submissions, workers
+from server.api import cases, exports, ingest, internal, jobs, operators, submissions, suites, workers
 
 API_PREFIX = "/api/v1"
 
@@ -12,4 +12,8 @@ def api_router() -> APIRouter:
     router = APIRouter(prefix=API_PREFIX)
     for module in (submissions, jobs, operators, cases, workers, internal):
         router.include_router(module.router)
+    router.include_router(suites.suites)
+    router.include_router(suites.runs)
+    router.include_router(ingest.router)
+    router.include_router(exports.router)
     return router

@@ -4,8 +4,11 @@ from server.models.case_result import CaseResult
 from server.models.job import Job
 from server.models.operator import CaseState, Operator
 from server.models.submission import Submission
-from server.models.suite_run import SuiteRun
+from server.models.suite import Suite
+from server.models.suite_run import SuiteRun, SuiteRunResult
 from server.models.token import ApiToken
+from server.models.webhook import WebhookDelivery
 from server.models.worker import Worker
 
-__all__ = ["ApiToken", "Base", "CaseResult", "CaseState", "Job", "Operator", "Submission", "SuiteRun", "Worker"]
+__all__ = ["ApiToken", "Base", "CaseResult", "CaseState", "Job", "Operator", "Submission", "Suite", "SuiteRun",
+           "SuiteRunResult", "WebhookDelivery", "Worker"]

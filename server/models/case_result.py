@@ -18,6 +18,7 @@ class CaseResult(Base):
         Index("ix_case_results_verdict_id", "verdict", "id"),
         Index("ix_case_results_mode_id", "mode", "id"),
         Index("ix_case_results_created_at", "created_at"),
+        Index("ix_case_results_reuse_key_id", "reuse_key", "id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -60,3 +61,10 @@ class CaseResult(Base):
     author: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     report: Mapped[dict[str, Any]] = mapped_column(default=dict)  # the runtime's full case dict
+    # Provenance (server/services/provenance.py): a worker and its card, or an upload and its token.
+    source: Mapped[str] = mapped_column(String(16), default="worker")
+    source_name: Mapped[str] = mapped_column(String(200), default="")
+    device: Mapped[str | None] = mapped_column(String(64))
+    verified: Mapped[bool] = mapped_column(Boolean, default=True)
+    content_sha256: Mapped[str | None] = mapped_column(String(64))
+    reuse_key: Mapped[str | None] = mapped_column(String(64))  # server/services/reuse.py

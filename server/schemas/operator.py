@@ -58,6 +58,11 @@ class CaseResultBrief(OrmModel):
     error_message: str | None
     diagnosis_rules: str
     created_at: UtcDatetime
+    # Provenance: a worker (and its card) or an upload (and its token); see docs/ci.md.
+    source: str = "worker"
+    source_name: str = ""
+    device: str | None = None
+    verified: bool = True
 
 
 class OperatorCase(BaseModel):

@@ -70,7 +70,12 @@ def cancel(session: Session, job: Job) -> Job:
     return job
 
 
+UPLOAD_QUEUE = "upload"  # jobs that hold uploaded results (server/services/ingest.py): nothing to run
+
+
 def retry(session: Session, job: Job) -> Job:
+    if job.queue == UPLOAD_QUEUE:
+        raise Conflict(f"job {job.id} holds uploaded results; upload them again instead of retrying")
     if job.status not in FINISHED:
         raise Conflict(f"job {job.id} is {job.status}; only finished jobs can be retried")
     job.attempts += 1

@@ -18,7 +18,7 @@ from server.errors import InvalidInput
 from server.models import CaseResult, CaseState, Job, Operator, Submission
 from server.models.base import utcnow
 from server.models.job import CANCELLED, ERROR, FAILED, RUNNING, SUCCEEDED, TIMEOUT
-from server.services import combined
+from server.services import combined, provenance, suite_runs
 from server.services.jobs import finish
 
 REQUIRED_CASE_KEYS = ("operator", "case", "structural", "verdict", "precision")
@@ -56,6 +56,7 @@ def store(session: Session, blobs: BlobStore, job: Job, attempt: int, report: di
         job.env_fingerprint = report.get("environment") or {}
         session.execute(delete(CaseResult).where(CaseResult.job_id == job.id))
         rows = [_row(job, attempt, sub, case) for case in report["cases"]]
+        provenance.stamp_worker_rows(job, report, rows)
         session.add_all(rows)
         session.flush()
         job.summary = _summary(rows)
@@ -71,6 +72,7 @@ def store(session: Session, blobs: BlobStore, job: Job, attempt: int, report: di
         ok = report is not None and report["cases"] and all(
             verdicts.acceptable(c["verdict"], job.mode) for c in report["cases"])
         finish(job, SUCCEEDED if ok else FAILED)
+    suite_runs.job_stored(session, job, sub)
     return True
 
 
@@ -79,11 +81,16 @@ def _num(value: Any) -> float | None:
 
 
 def _row(job: Job, attempt: int, sub: Submission | None, case: dict[str, Any]) -> CaseResult:
+    return CaseResult(**case_values(job, attempt, sub, case))
+
+
+def case_values(job: Job, attempt: int, sub: Submission | None, case: dict[str, Any]) -> dict[str, Any]:
+    """The one mapping from a runtime case to a stored row's columns (uploads insert these in bulk)."""
     m = case.get("metrics") or {}
     cost = case.get("cost_model") or {}
     graph = case.get("graph_verify") or {}
     error = case.get("error") or {}
-    return CaseResult(
+    return dict(
         job_id=job.id, operator_id=job.operator_id, operator=str(case["operator"])[:200],
         case=str(case["case"])[:200], mode=job.mode, attempt=attempt, verdict=case["verdict"],
         structural=case["structural"], stage=str(case.get("stage", ""))[:32], precision=case["precision"],
@@ -136,9 +143,14 @@ def refresh_operator(session: Session, operator_id: int) -> None:
     operator = session.get(Operator, operator_id)
     if operator is None:
         return
-    states = list(session.scalars(select(CaseState).where(CaseState.operator_id == operator_id)))
+    # Plain rows of the columns needed, not ORM objects with their reports: for an upload of
+    # 10,000 cases, loading entities dominated the time (bench/ingest.py).
+    states = session.execute(select(CaseState.sim_result_id, CaseState.npu_result_id, CaseState.combined_verdict)
+                             .where(CaseState.operator_id == operator_id)).all()
     ids = [i for s in states for i in (s.sim_result_id, s.npu_result_id) if i]
-    results = {r.id: r for r in session.scalars(select(CaseResult).where(CaseResult.id.in_(ids)))} if ids else {}
+    columns = (CaseResult.id, CaseResult.job_id, CaseResult.verdict, CaseResult.max_abs_diff, CaseResult.graph_status,
+               CaseResult.graph_max_abs_diff, CaseResult.atol, CaseResult.aicore_time_us)
+    results = {r.id: r for r in session.execute(select(*columns).where(CaseResult.id.in_(ids)))} if ids else {}
     sims = [results[s.sim_result_id] for s in states if s.sim_result_id in results]
     npus = [results[s.npu_result_id] for s in states if s.npu_result_id in results]
     counts: dict[str, int] = {}

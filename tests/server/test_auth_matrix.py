@@ -32,12 +32,31 @@ ENDPOINTS = [
     ("GET", "/internal/jobs/{job_id}/bundle", "worker", {}),
     ("POST", "/internal/jobs/{job_id}/heartbeat", "worker", {"json": {"attempt": 1}}),
     ("POST", "/internal/jobs/{job_id}/result", "worker", RESULT),
+    ("GET", "/suites", "read", {}),
+    ("GET", "/suites/{name}", "read", {}),
+    ("PATCH", "/suites/{name}", "admin", {"json": {"flaky_window": 5}}),
+    ("POST", "/suite-runs", "submit", {"json": {"suite": "nightly", "run_key": "k1"}}),
+    ("GET", "/suite-runs", "read", {}),
+    ("GET", "/suite-runs/{run_id}", "read", {}),
+    ("POST", "/suite-runs/{run_id}/submissions", "submit", SUBMISSION),
+    ("POST", "/suite-runs/{run_id}/close", "submit", {}),
+    ("GET", "/suite-runs/{run_id}/results", "read", {}),
+    ("GET", "/suite-runs/{run_id}/compare", "read", {}),
+    ("GET", "/suite-runs/{run_id}/compare/{other_id}", "read", {}),
+    ("GET", "/suite-runs/{run_id}/webhooks", "read", {}),
+    ("POST", "/ingest/report", "submit", {"params": {"suite": "s", "run_key": "k"}, "content": b"{}"}),
+    ("POST", "/ingest/junit", "submit", {"params": {"suite": "s", "run_key": "k"},
+                                         "files": {"junit": ("j.xml", b"<testsuites/>")}}),
+    ("GET", "/operators.csv", "read", {}),
+    ("GET", "/operators/{name}/cases.csv", "read", {}),
+    ("GET", "/suite-runs/{run_id}/results.csv", "read", {}),
     ("GET", "/healthz", None, {}),
     ("GET", "/readyz", None, {}),
     ("GET", "/metrics", None, {}),
 ]
 KINDS = ("none", "read", "submit", "admin", "worker", "revoked", "garbage")
-GRANTS = {"read": {"read"}, "submit": {"read", "submit"}, "admin": {"read", "submit", "worker"}, "worker": {"worker"}}
+GRANTS = {"read": {"read"}, "submit": {"read", "submit"}, "admin": {"read", "submit", "worker", "admin"},
+          "worker": {"worker"}}
 
 
 def expected(kind: str, scope: str | None) -> int | None:
@@ -50,7 +69,7 @@ def expected(kind: str, scope: str | None) -> int | None:
 
 
 def url(path: str) -> str:
-    filled = path.format(submission_id=999, job_id=999, path="x.txt", name="nope")
+    filled = path.format(submission_id=999, job_id=999, path="x.txt", name="nope", run_id=999, other_id=998)
     return filled if filled in ("/healthz", "/readyz", "/metrics") else API + filled
 
 

@@ -123,8 +123,9 @@ def test_workers_page(client: TestClient) -> None:
     assert queues["SIM"].startswith("1 queued") and queues["Workers online"] == "1 of 1"
 
 
-def test_suite_runs_placeholder(client: TestClient) -> None:
-    assert "arrive with the CI integration" in get(client, "/suites").find("main").text()
+def test_suite_runs_page_says_how_to_start_one(client: TestClient) -> None:
+    main = get(client, "/suites").find("main")
+    assert "No suite has run yet" in main.text() and "crosscheck ci run" in main.find("pre").text()
 
 
 def parse_ok(response: Any) -> Any:

@@ -41,7 +41,8 @@ def test_warm_holder_reuses_and_restarts_its_warm_parent() -> None:
 def test_capabilities_of_a_cpu_host() -> None:
     caps = capabilities.capabilities("ready")
     assert caps["modes"] == ["sim"] and caps["devices"] == []
-    assert set(caps["versions"]) == {"pypto", "torch", "python", "cann"}
+    assert set(caps["versions"]) == {"pypto", "torch", "python", "cann", "runtime"}
+    assert caps["versions"]["runtime"].startswith("0.") and "+" in caps["versions"]["runtime"]  # release+digest
     assert caps["graph_verify"] == "ready"
 
 

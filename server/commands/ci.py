@@ -1,0 +1,318 @@
+"""`crosscheck ci run CHECKOUT`: every operator of a checkout as one suite run, gated on regressions.
+
+Exit codes: 0 the gate passed; 1 the gate failed (--fail-on); 2 unusable input (bad options or
+labels, nothing discovered, a refused token or request); 3 infrastructure (the server is
+unreachable, or results did not arrive within --timeout). Never 0 without having run something.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.padding import Padding
+
+from server.commands.api_client import Api, Forbidden, Refused, Unreachable
+
+EXIT_OK, EXIT_FAIL, EXIT_UNUSABLE, EXIT_INFRA = 0, 1, 2, 3
+DEFAULT_SERVER = "http://127.0.0.1:8000"
+FAIL_ON = ("regression", "any-fail", "never")
+POLL_S = 2.0
+PAGE = 5000
+LISTED = 15  # changes printed per kind; the suite page has them all
+SUBMIT_AT_ONCE = 4
+
+
+class Unusable(Exception):
+    """Exit 2 with this message."""
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    ci = sub.add_parser("ci", help="nightly CI: run a whole checkout as a suite run")
+    ci_sub = ci.add_subparsers(dest="ci_command", required=True, metavar="ACTION")
+    p = ci_sub.add_parser("run", help="submit every operator of CHECKOUT as one suite run and wait",
+                          description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("checkout", type=Path, help="the checkout's root folder")
+    p.add_argument("--server", default=os.environ.get("CROSSCHECK_SERVER", DEFAULT_SERVER),
+                   help=f"server URL (default: $CROSSCHECK_SERVER or {DEFAULT_SERVER})")
+    p.add_argument("--token", default=None, help="API token with the submit scope (default: $CROSSCHECK_TOKEN)")
+    p.add_argument("--suite", required=True, help="the suite's name, e.g. nightly-ops")
+    p.add_argument("--mode", action="append", choices=["sim", "npu"], default=[], help="repeatable; default sim")
+    p.add_argument("--op", action="append", default=[], metavar="NAME", help="only this operator (repeatable)")
+    p.add_argument("--label", action="append", default=[], metavar="KEY=VALUE",
+                   help="commit=..., branch=..., pipeline=URL, ... (repeatable)")
+    p.add_argument("--run-key", default=None, metavar="KEY",
+                   help="this run's id; the same key resumes the same run (default: a new one)")
+    p.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
+    p.add_argument("--fail-on", choices=FAIL_ON, default="regression",
+                   help="exit 1 on: a regression against the previous run of the branch (default), any case "
+                        "not acceptable for its mode, or never")
+    p.add_argument("--no-reuse", action="store_true", help="run every operator, even unchanged ones")
+    p.add_argument("--timeout", type=float, default=None, metavar="S", help="give up waiting after S seconds (exit 3)")
+    p.set_defaults(func=run)
+
+
+def labels_of(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        k, sep, v = item.partition("=")
+        if not sep or not k.strip():
+            raise Unusable(f"--label {item!r}: use KEY=VALUE, e.g. --label branch=main")
+        out[k.strip()] = v.strip()
+    return out
+
+
+def token_of(explicit: str | None) -> str | None:
+    """--token, else $CROSSCHECK_TOKEN, else the admin token `crosscheck up` saved in $DATA_DIR."""
+    if explicit or os.environ.get("CROSSCHECK_TOKEN"):
+        return explicit or os.environ.get("CROSSCHECK_TOKEN")
+    from server.commands import local  # loads the server's settings: only when needed
+
+    return local.read_tokens(local.data_dir_from_env()).get("admin")
+
+
+def run(args: argparse.Namespace) -> int:
+    err = Console(stderr=True)
+    try:
+        return _run(args, err)
+    except (Unusable, Refused) as exc:
+        err.print(f"[bold red]error:[/] {escape(str(exc))}")
+        return EXIT_UNUSABLE
+    except Unreachable as exc:
+        err.print(f"[bold red]error:[/] infrastructure: {escape(str(exc))}")
+        return EXIT_INFRA
+
+
+@dataclass
+class Submitted:
+    jobs: int = 0
+    reused: int = 0
+    broken: list[Any] = field(default_factory=list)
+
+
+def _run(args: argparse.Namespace, err: Console) -> int:
+    from runtime.discover import discover
+    from runtime.errors import SubmissionError
+    from server.commands.junit_out import Broken
+
+    labels = labels_of(args.label)
+    modes = list(dict.fromkeys(args.mode or ["sim"]))
+    try:
+        found = discover(args.checkout, args.op or None)
+    except SubmissionError as exc:
+        raise Unusable(str(exc)) from None
+    runnable = [op for op in found if op.route != "none"]
+    broken = [Broken(op.name, op.problem) for op in found if op.route == "none"]
+    for b in broken:
+        err.print(f"[yellow]cannot run[/] {escape(b.operator)}: {escape(b.why)}")
+    if not runnable:
+        raise Unusable(f"no runnable operator under {args.checkout} (a package is a folder with test_cases.json "
+                       "and a *_impl.py)" + (f"; {len(broken)} could not be loaded" if broken else ""))
+    api = Api(args.server, token_of(args.token))
+    try:
+        run_key = args.run_key or uuid.uuid4().hex
+        suite_run = api.json("POST", "/suite-runs", json={"suite": args.suite, "run_key": run_key, "labels": labels,
+                                                          "modes": modes, "reuse": not args.no_reuse})
+        err.print(f"suite run [bold]{suite_run['id']}[/] of {escape(args.suite)}: {len(runnable)} operator(s), "
+                  f"{'/'.join(m.upper() for m in modes)}  {suite_run['url']}")
+        _warn_without_workers(api, modes, err)
+        sub = _submit_all(api, args.checkout, suite_run["id"], runnable, modes, err)
+        broken += sub.broken
+        if sub.jobs == 0 and sub.reused == 0:
+            raise Unusable("the server refused every operator; nothing ran")
+        api.call("POST", f"/suite-runs/{suite_run['id']}/close")
+        try:
+            final = _wait(api, suite_run["id"], err, args.timeout)
+        except _TimedOut as late:
+            if args.junit:  # what is known so far: pending cases are errors
+                from server.commands import junit_out
+
+                junit_out.write(args.junit, junit_out.build(args.suite, late.run["url"],
+                                                            _results(api, late.run["id"]), broken))
+            raise
+        return _finish(api, args, final, broken, err)
+    finally:
+        api.close()
+
+
+def _warn_without_workers(api: Api, modes: list[str], err: Console) -> None:
+    """Jobs of a mode no online worker serves wait in the queue: say so now, not at --timeout."""
+    try:
+        online = [w for w in api.json("GET", "/workers")["items"] if w.get("online")]
+    except Refused:
+        return  # the token may not read workers; the run still works
+    for mode in modes:
+        if not any(mode in (w.get("queues") or []) for w in online):
+            err.print(f"[yellow]warning:[/] no online worker serves the {mode} queue: {mode.upper()} jobs wait "
+                      "until one starts (reused results need none)")
+
+
+def _submit_one(api: Api, checkout: Path, run_id: int, op: Any, modes: list[str]) -> dict[str, Any] | str:
+    """The server's answer, or why the operator was not submitted."""
+    from runtime.discover import pack
+    from runtime.errors import SubmissionError
+
+    try:
+        data = pack(checkout, op)
+        return dict(api.json("POST", f"/suite-runs/{run_id}/submissions", data={"operator": op.name, "modes": modes},
+                             files={"file": (f"{op.name}.zip", data)}))
+    except SubmissionError as exc:
+        return f"not submitted: {exc}"
+    except Forbidden:
+        raise
+    except Refused as exc:
+        return f"refused: {exc}"
+
+
+def _submit_all(api: Api, checkout: Path, run_id: int, ops: list[Any], modes: list[str], err: Console) -> Submitted:
+    """Upload the operators a few at a time (the server checks and links each one), reporting in order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from server.commands.junit_out import Broken
+
+    out = Submitted()
+    with ThreadPoolExecutor(max_workers=SUBMIT_AT_ONCE) as pool:
+        answers = pool.map(lambda op: _submit_one(api, checkout, run_id, op, modes), ops)
+        for op, accepted in zip(ops, answers, strict=True):
+            if isinstance(accepted, str):
+                out.broken.append(Broken(op.name, accepted))
+                err.print(f"[red]{escape(accepted.split(':', 1)[0])}[/] {escape(op.name)}: "
+                          f"{escape(accepted.split(': ', 1)[1])}")
+                continue
+            parts = [f"reused {m.upper()} (job {', '.join(map(str, j))})" for m, j in accepted["reused"].items()]
+            parts += [f"job {j['id']} ({j['mode'].upper()})" for j in accepted["jobs"]]
+            out.jobs += len(accepted["jobs"])
+            out.reused += len(accepted["reused"])
+            err.print(f"  {escape(op.name)}: {', '.join(parts)}", highlight=False)
+    return out
+
+
+def _states(progress: dict[str, int]) -> str:
+    return " · ".join(f"{n} {k}" for k, n in sorted(progress.items())) or "nothing yet"
+
+
+def _wait(api: Api, run_id: int, err: Console, timeout_s: float | None) -> dict[str, Any]:
+    """Poll until the run finishes; a live bar on a terminal, a line per change otherwise."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    deadline = time.monotonic() + timeout_s if timeout_s else None
+    last = ""
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task("waiting", total=None)
+        while True:
+            current = api.json("GET", f"/suite-runs/{run_id}")
+            progress = current.get("progress") or {}
+            total = sum(progress.values())
+            done = sum(n for k, n in progress.items() if k in ("done", "reused", "uploaded"))
+            bar.update(task, total=total or None, completed=done, description=_states(progress))
+            if not err.is_terminal and _states(progress) != last:
+                last = _states(progress)
+                err.print(f"  {last}", highlight=False)
+            if current["status"] == "finished":
+                return dict(current)
+            if deadline is not None and time.monotonic() > deadline:
+                raise _TimedOut(current)
+            time.sleep(POLL_S)
+
+
+class _TimedOut(Unreachable):
+    def __init__(self, run: dict[str, Any]):
+        super().__init__(f"suite run {run['id']} is not finished after --timeout ({_states(run.get('progress') or {})}); "
+                         f"its jobs go on: {run.get('url', '')}")
+        self.run = run
+
+
+def _results(api: Api, run_id: int) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        params: dict[str, Any] = {"limit": PAGE, **({"cursor": cursor} if cursor is not None else {})}
+        page = api.json("GET", f"/suite-runs/{run_id}/results", params=params)
+        items += page["items"]
+        cursor = page.get("next_cursor")
+        if cursor is None:
+            return items
+
+
+def _finish(api: Api, args: argparse.Namespace, final: dict[str, Any], broken: list[Any], err: Console) -> int:
+    from server.commands import junit_out
+
+    results = _results(api, final["id"])
+    cmp = api.json("GET", f"/suite-runs/{final['id']}/compare")
+    if args.junit:
+        junit_out.write(args.junit, junit_out.build(args.suite, final["url"], results, broken))
+    out = Console()
+    _summary(out, final, cmp, results, broken)
+    if args.junit:
+        out.print(f"JUnit: {args.junit}")
+    failing = [r for r in results if r["verdict"] is None or not _acceptable(r)]
+    if args.fail_on == "regression" and cmp["counts"]["regressions"]:
+        return EXIT_FAIL
+    if args.fail_on == "any-fail" and (failing or broken):
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _acceptable(r: dict[str, Any]) -> bool:
+    from runtime import verdicts
+
+    return bool(verdicts.acceptable(r["verdict"], r["mode"]))
+
+
+def _summary(out: Console, run: dict[str, Any], cmp: dict[str, Any], results: list[dict[str, Any]],
+             broken: list[Any]) -> None:
+    t = run.get("totals") or {}
+    out.print(f"[bold]Suite run {run['id']}[/] ({escape(run['suite'])}, {escape(run.get('branch') or 'no branch')}"
+              f"{', ' + escape(run['commit'][:12]) if run.get('commit') else ''}): {t.get('cases', 0)} cases, "
+              f"{t.get('acceptable', 0)} acceptable, {t.get('failing', 0)} failing, {t.get('reused', 0)} reused",
+              highlight=False)
+    for mode, counts in sorted((t.get("by_mode") or {}).items()):
+        out.print(Padding(f"{mode.upper()}: " + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())), (0, 0, 0, 2)),
+                  highlight=False)
+    if cmp.get("other_id") is None:
+        out.print("  no earlier run of this suite on this branch: nothing to compare with", highlight=False)
+    else:
+        c = cmp["counts"]
+        out.print(f"Against run {cmp['other_id']}: {_n(c['regressions'], 'regression')}, {c['fixes']} fixed, "
+                  f"{c['new']} new, {c['vanished']} vanished", highlight=False)
+        out.print(f"  {_n(c['new_flags'], 'new sim_garbage flag')}", highlight=False)
+        for kind, style in (("regressions", "red"), ("fixes", "green"), ("new_flags", "magenta"),
+                            ("vanished", "yellow")):
+            for ch in cmp[kind][:LISTED]:
+                where = f"{ch['operator']} / {ch['case']}" + (f" ({ch['mode'].upper()})" if ch["mode"] else "")
+                out.print(f"  [{style}]{kind.rstrip('s').replace('_', ' ')}[/] {escape(where)}: {escape(ch['why'])}",
+                          highlight=False)
+            if len(cmp[kind]) > LISTED:
+                out.print(f"  ... and {len(cmp[kind]) - LISTED} more {kind.replace('_', ' ')}", highlight=False)
+    failing = [r for r in results if r["verdict"] is not None and not _acceptable(r)]
+    if failing:
+        out.print(f"Failing for their mode ({len(failing)}):", highlight=False)
+        for r in failing[:LISTED]:
+            rule = f" [{r['diagnosis_rules']}]" if r.get("diagnosis_rules") else ""
+            out.print(Padding(f"{escape(r['operator'])} / {escape(r['case'])} ({r['mode'].upper()}): "
+                              f"{r['verdict']}{escape(rule)}", (0, 0, 0, 2)), highlight=False)
+        if len(failing) > LISTED:
+            out.print(f"  ... and {len(failing) - LISTED} more on the suite page", highlight=False)
+    if broken:
+        out.print(f"[red]{len(broken)} operator(s) not run[/]: " + ", ".join(escape(b.operator) for b in broken))
+    unverified = sum(1 for r in results if not r["verified"])
+    if unverified:
+        out.print(f"[yellow]{unverified} unverified result(s)[/] (no pypto/CANN/device fingerprint)")
+    out.print(f"Suite page: {run['url']}", highlight=False, soft_wrap=True)

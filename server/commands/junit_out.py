@@ -1,0 +1,102 @@
+"""Write a suite run as JUnit XML: one <testsuite> per operator, one <testcase> per case x mode.
+
+Properties carry the verdict, the diffs, the diagnosis rules and the provenance; a case that is
+not acceptable for its mode is a <failure> (its verdict is the type), an operator that could not
+be submitted or a case still pending is an <error>. tests/data/junit.xsd is the shape it follows.
+"""
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from runtime import verdicts
+
+PROPERTIES = ("verdict", "mode", "max_abs_diff", "graph_max_abs_diff", "rtol", "atol", "diagnosis_rules",
+              "provenance", "flips", "reused_from_job_id", "job_id")
+
+
+@dataclass
+class Broken:
+    """An operator that never became results: it cannot run, or the server refused it."""
+    operator: str
+    why: str
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def _case(parent: ET.Element, suite: str, r: dict[str, Any], run_url: str) -> tuple[int, int]:
+    """(failures, errors) this testcase adds."""
+    tc = ET.SubElement(parent, "testcase", classname=f"crosscheck.{suite}.{r['operator']}",
+                       name=f"{r['case']} [{r['mode']}]", time=f"{float(r.get('duration_s') or 0.0):.3f}")
+    props = ET.SubElement(tc, "properties")
+    for name in PROPERTIES:
+        value = r.get(name)
+        if value not in (None, ""):
+            ET.SubElement(props, "property", name=name, value=_fmt(value))
+    verdict = r.get("verdict")
+    if verdict is None:
+        ET.SubElement(tc, "error", message="still pending when the client stopped waiting", type="pending")
+        failures, errors = 0, 1
+    elif verdicts.acceptable(verdict, r["mode"]):
+        failures, errors = 0, 0
+    else:
+        why = r.get("error") or ("" if r.get("reused_from_job_id") else r.get("note")) or ""
+        diag = f"; diagnosis: {r['diagnosis_rules']}" if r.get("diagnosis_rules") else ""
+        failure = ET.SubElement(tc, "failure", message=f"{r['mode']}: {verdict}{diag}"[:1000], type=verdict)
+        failure.text = f"{r['operator']} / {r['case']} ({r['mode']}): {verdict}\n{why}\n{run_url}"
+        failures, errors = 1, 0
+    out = ET.SubElement(tc, "system-out")
+    out.text = f"{r.get('provenance') or ''}\n{run_url}"
+    return failures, errors
+
+
+def build(suite: str, run_url: str, results: Iterable[dict[str, Any]], broken: Iterable[Broken] = (),
+          timestamp: datetime | None = None) -> ET.ElementTree:
+    by_op: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        by_op.setdefault(r["operator"], []).append(r)
+    broken_by_op = {b.operator: b for b in broken}
+    stamp = (timestamp or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S")
+    root = ET.Element("testsuites", name=f"crosscheck {suite}")
+    totals = {"tests": 0, "failures": 0, "errors": 0, "time": 0.0}
+    for i, op in enumerate(sorted(by_op.keys() | broken_by_op.keys())):
+        rows = sorted(by_op.get(op, []), key=lambda r: (r["case"], r["mode"]))
+        ts = ET.SubElement(root, "testsuite", name=op, id=str(i), timestamp=stamp)
+        props = ET.SubElement(ts, "properties")
+        ET.SubElement(props, "property", name="suite_run", value=run_url)
+        failures = errors = 0
+        for r in rows:
+            f, e = _case(ts, suite, r, run_url)
+            failures, errors = failures + f, errors + e
+        if op in broken_by_op:
+            tc = ET.SubElement(ts, "testcase", classname=f"crosscheck.{suite}.{op}", name="(submission)", time="0.000")
+            err = ET.SubElement(tc, "error", message=broken_by_op[op].why[:1000], type="not_submitted")
+            err.text = broken_by_op[op].why
+            errors += 1
+        tests = len(rows) + (op in broken_by_op)
+        took = sum(float(r.get("duration_s") or 0.0) for r in rows)
+        ts.set("tests", str(tests))
+        ts.set("failures", str(failures))
+        ts.set("errors", str(errors))
+        ts.set("skipped", "0")
+        ts.set("time", f"{took:.3f}")
+        for k, v in (("tests", tests), ("failures", failures), ("errors", errors), ("time", took)):
+            totals[k] += v
+    for k in ("tests", "failures", "errors"):
+        root.set(k, str(int(totals[k])))
+    root.set("time", f"{totals['time']:.3f}")
+    ET.indent(root)
+    return ET.ElementTree(root)
+
+
+def write(path: Path, tree: ET.ElementTree) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tree.write(path, encoding="utf-8", xml_declaration=True)

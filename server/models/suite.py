@@ -1,0 +1,25 @@
+"""A suite: what a CI pipeline runs every night, with its flaky window and regression webhook."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from server.models.base import Base, utcnow
+
+DEFAULT_FLAKY_WINDOW = 10  # runs looked at when counting a case's verdict flips
+DEFAULT_FLAKY_MIN_FLIPS = 2  # flips in the window that make a case flaky
+
+
+class Suite(Base):
+    __tablename__ = "suites"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    flaky_window: Mapped[int] = mapped_column(Integer, default=DEFAULT_FLAKY_WINDOW)
+    flaky_min_flips: Mapped[int] = mapped_column(Integer, default=DEFAULT_FLAKY_MIN_FLIPS)
+    webhook_url: Mapped[str | None] = mapped_column(String(500))
+    webhook_secret: Mapped[str | None] = mapped_column(String(200))  # signs payloads (HMAC-SHA256)
+    created_by: Mapped[str] = mapped_column(String(100), default="")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

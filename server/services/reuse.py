@@ -1,0 +1,76 @@
+"""Reuse of unchanged results: a nightly run links last night's result instead of running it again.
+
+The key of a case result is the sha256 of: the operator's content hash (the runtime's digest over
+the files the job needs), the case id, the mode, the pypto, torch and CANN versions and the
+runtime's own version. A new run can reuse an earlier result only when the workers that would run
+it now all report the same versions (their heartbeats); otherwise it runs.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from runtime import verdicts
+from server.models import CaseResult, Job, Worker
+from server.models.job import FAILED, SUCCEEDED
+from server.services.workers import is_online
+
+VERSION_FIELDS = ("pypto", "torch", "cann", "runtime")
+NOT_REUSABLE = (verdicts.TIMEOUT,)  # a timeout says as much about the host's load as about the kernel
+
+
+def reusable_verdict(verdict: str) -> bool:
+    return verdict not in NOT_REUSABLE
+
+
+def key(content_sha256: str | None, case: str, mode: str, versions: dict[str, Any]) -> str | None:
+    """The reuse key, or None when something it needs is unknown."""
+    if not content_sha256 or not versions.get("pypto") or not versions.get("runtime"):
+        return None
+    parts = [content_sha256, case, mode] + [str(versions.get(name) or "") for name in VERSION_FIELDS]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+@dataclass
+class Target:
+    """The versions a new run of a mode would use, or why that is unknown."""
+    versions: dict[str, Any] | None
+    reason: str = ""
+
+
+def target_versions(session: Session, mode: str, heartbeat_s: float) -> Target:
+    """The versions of the online workers that serve `mode`: one set, or no reuse."""
+    sets = []
+    for w in session.scalars(select(Worker)):
+        if mode in (w.queues or []) and is_online(w, heartbeat_s):
+            v = (w.capabilities or {}).get("versions") or {}
+            sets.append({name: v.get(name) for name in VERSION_FIELDS})
+    if not sets:
+        return Target(None, f"no online {mode} worker reports its versions")
+    distinct = {tuple(sorted((k, str(v)) for k, v in s.items())) for s in sets}
+    if len(distinct) > 1:
+        return Target(None, f"the online {mode} workers run different versions")
+    if not sets[0].get("runtime"):
+        return Target(None, f"the {mode} workers do not report the runtime's version")
+    return Target(sets[0])
+
+
+def find(session: Session, content_sha256: str, cases: list[str], mode: str,
+         versions: dict[str, Any]) -> dict[str, CaseResult]:
+    """case -> the newest reusable result with the same key (from a job that finished normally)."""
+    keys = {key(content_sha256, c, mode, versions): c for c in cases}
+    keys.pop(None, None)
+    if not keys:
+        return {}
+    stmt = (select(CaseResult).join(Job, Job.id == CaseResult.job_id)
+            .where(CaseResult.reuse_key.in_(list(keys)), Job.status.in_((SUCCEEDED, FAILED)))
+            .order_by(CaseResult.id.desc()))
+    found: dict[str, CaseResult] = {}
+    for row in session.scalars(stmt):
+        case = keys[row.reuse_key]
+        found.setdefault(case, row)
+    return found

@@ -1,0 +1,158 @@
+"""Compare two suite runs case by case: regressions, fixes, new and vanished cases, new SIM-garbage flags.
+
+A case is one operator x case x mode. It **regressed** when
+- its verdict got worse: it was acceptable for its mode and is not any more, or it was already
+  failing and now fails more severely (precision_fail -> crash); or
+- its graph-verify diff (SIM) or NPU diff grew more than 10x while staying finite (both runs
+  measured a non-zero, finite diff).
+It is **fixed** when it was not acceptable and now is. Other verdict changes (e.g. graph verify
+becoming unavailable: sim_garbage_graph_ok -> sim_output_unwritten) are listed as changed.
+The raw SIM diff is never compared: on CPU hosts it is leftover memory (docs/ci.md).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtime import verdicts
+from server.services import combined
+
+DIFF_GROWTH = 10.0
+# Failing verdicts, most severe first (a change towards the front is a regression).
+FAILING_ORDER = (verdicts.SUSPECT_FAKE_PASS, verdicts.CRASH, verdicts.TIMEOUT, verdicts.STRUCTURAL_ERROR,
+                 verdicts.GRAPH_FAIL, verdicts.PRECISION_FAIL, verdicts.NOT_RUN)
+
+Key = tuple[str, str, str]  # operator, case, mode
+
+
+@dataclass(frozen=True)
+class CaseOutcome:
+    """What a suite run says about one case (its latest attempt)."""
+    verdict: str | None  # None while pending
+    max_abs_diff: float | None = None
+    graph_max_abs_diff: float | None = None
+    diagnosis_rules: str = ""
+
+
+@dataclass
+class Change:
+    operator: str
+    case: str
+    mode: str
+    before: str | None
+    after: str | None
+    why: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"operator": self.operator, "case": self.case, "mode": self.mode, "before": self.before,
+                "after": self.after, "why": self.why}
+
+
+@dataclass
+class Comparison:
+    regressions: list[Change] = field(default_factory=list)
+    fixes: list[Change] = field(default_factory=list)
+    changed: list[Change] = field(default_factory=list)
+    new: list[Change] = field(default_factory=list)
+    vanished: list[Change] = field(default_factory=list)
+    new_flags: list[Change] = field(default_factory=list)  # cases newly flagged sim_garbage_*
+    unchanged: int = 0
+
+    def counts(self) -> dict[str, int]:
+        return {"regressions": len(self.regressions), "fixes": len(self.fixes), "changed": len(self.changed),
+                "new": len(self.new), "vanished": len(self.vanished), "new_flags": len(self.new_flags),
+                "unchanged": self.unchanged}
+
+    def as_dict(self, limit: int | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {"counts": self.counts()}
+        for name in ("regressions", "fixes", "changed", "new", "vanished", "new_flags"):
+            items: list[Change] = getattr(self, name)
+            out[name] = [c.as_dict() for c in items[:limit]]
+        return out
+
+
+def _severity(verdict: str | None, mode: str) -> int:
+    """0 = acceptable for the mode; higher = more severe failure; pending counts as nothing to compare."""
+    if verdict is None or verdicts.acceptable(verdict, mode):
+        return 0
+    if verdict in FAILING_ORDER:
+        return len(FAILING_ORDER) - FAILING_ORDER.index(verdict)
+    return len(FAILING_ORDER) + 1  # an unknown verdict: treat as the worst
+
+
+def _finite_positive(x: float | None) -> bool:
+    return x is not None and math.isfinite(x) and x > 0
+
+
+def diff_growth(before: CaseOutcome, after: CaseOutcome, mode: str) -> str | None:
+    """Why a diff grew more than DIFF_GROWTH x (graph verify in SIM, the hardware on the NPU), or None."""
+    pairs = ([("graph-verify diff", before.graph_max_abs_diff, after.graph_max_abs_diff)] if mode == "sim" else
+             [("NPU diff", before.max_abs_diff, after.max_abs_diff)])
+    for what, old, new in pairs:
+        if _finite_positive(old) and _finite_positive(new) and new > DIFF_GROWTH * old:  # type: ignore[operator]
+            return f"{what} grew {new / old:.3g}x ({old:.3g} -> {new:.3g})"  # type: ignore[operator]
+    return None
+
+
+def compare(before: dict[Key, CaseOutcome], after: dict[Key, CaseOutcome]) -> Comparison:
+    """Case-by-case comparison of two runs (pending cases are skipped on either side)."""
+    out = Comparison()
+    for key in sorted(after.keys() | before.keys()):
+        op, case, mode = key
+        old, new = before.get(key), after.get(key)
+        if new is not None and new.verdict is None or old is not None and old.verdict is None:
+            continue
+        if old is None:
+            assert new is not None
+            out.new.append(Change(op, case, mode, None, new.verdict, "new in this run"))
+            continue
+        if new is None:
+            out.vanished.append(Change(op, case, mode, old.verdict, None, "not in this run"))
+            continue
+        s_old, s_new = _severity(old.verdict, mode), _severity(new.verdict, mode)
+        grown = diff_growth(old, new, mode)
+        if s_new > s_old:
+            out.regressions.append(Change(op, case, mode, old.verdict, new.verdict,
+                                          f"{old.verdict} -> {new.verdict}" + (f"; {grown}" if grown else "")))
+        elif grown:
+            out.regressions.append(Change(op, case, mode, old.verdict, new.verdict, grown))
+        elif s_old > 0 and s_new == 0:
+            out.fixes.append(Change(op, case, mode, old.verdict, new.verdict, f"{old.verdict} -> {new.verdict}"))
+        elif old.verdict != new.verdict:
+            out.changed.append(Change(op, case, mode, old.verdict, new.verdict, f"{old.verdict} -> {new.verdict}"))
+        else:
+            out.unchanged += 1
+    out.new_flags = new_flags(before, after)
+    return out
+
+
+def run_flags(outcomes: dict[Key, CaseOutcome]) -> dict[tuple[str, str], str]:
+    """(operator, case) -> the sim_garbage_* verdict across modes, for cases this run flags."""
+    by_case: dict[tuple[str, str], dict[str, str | None]] = {}
+    for (op, case, mode), o in outcomes.items():
+        by_case.setdefault((op, case), {})[mode] = o.verdict
+    flags = {}
+    for key, modes in by_case.items():
+        verdict, _ = combined.combine(modes.get("sim"), modes.get("npu"))
+        if verdict in combined.FLAGGED:
+            flags[key] = verdict
+    return flags
+
+
+def new_flags(before: dict[Key, CaseOutcome], after: dict[Key, CaseOutcome]) -> list[Change]:
+    old, new = run_flags(before), run_flags(after)
+    return [Change(op, case, "", old.get((op, case)), flag, f"newly flagged {flag}")
+            for (op, case), flag in sorted(new.items()) if old.get((op, case)) != flag]
+
+
+def latest(rows: Iterable[Any]) -> dict[Key, CaseOutcome]:
+    """Rows with operator, case, mode, attempt, verdict and diffs -> each case's latest attempt."""
+    best: dict[Key, tuple[int, CaseOutcome]] = {}
+    for r in rows:
+        key = (r.operator, r.case, r.mode)
+        if key not in best or r.attempt >= best[key][0]:
+            best[key] = (r.attempt, CaseOutcome(r.verdict, r.max_abs_diff, r.graph_max_abs_diff,
+                                                r.diagnosis_rules or ""))
+    return {k: v for k, (_, v) in best.items()}

@@ -1,0 +1,114 @@
+"""Finishing a suite run: totals, the comparison with the previous run on the branch, flip counts,
+and a webhook when something regressed."""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from runtime import verdicts
+from server.models import Suite, SuiteRun, SuiteRunResult
+from server.models.base import utcnow
+from server.models.suite_run import DONE, FINISHED, FROM_WORKER, REUSED
+from server.services import flaky, suite_compare, webhooks
+from server.services.suite_compare import Key
+
+log = logging.getLogger(__name__)
+STORED_CHANGES = 50  # changes kept on the run row for lists; the compare endpoint has them all
+
+
+def outcomes(session: Session, run_id: int) -> dict[Key, suite_compare.CaseOutcome]:
+    rows = session.execute(select(SuiteRunResult.operator, SuiteRunResult.case, SuiteRunResult.mode,
+                                  SuiteRunResult.attempt, SuiteRunResult.verdict, SuiteRunResult.max_abs_diff,
+                                  SuiteRunResult.graph_max_abs_diff, SuiteRunResult.diagnosis_rules)
+                           .where(SuiteRunResult.suite_run_id == run_id))
+    return suite_compare.latest(rows)
+
+
+def previous_run(session: Session, run: SuiteRun) -> SuiteRun | None:
+    """The suite's latest finished run on the same branch before this one."""
+    branch = SuiteRun.branch.is_(None) if run.branch is None else SuiteRun.branch == run.branch
+    return session.scalar(select(SuiteRun).where(SuiteRun.suite_id == run.suite_id, branch, SuiteRun.id < run.id,
+                                                 SuiteRun.status == FINISHED)
+                          .order_by(SuiteRun.id.desc()).limit(1))
+
+
+def totals(session: Session, run: SuiteRun) -> dict[str, Any]:
+    rows = session.execute(select(SuiteRunResult.operator, SuiteRunResult.mode, SuiteRunResult.status,
+                                  SuiteRunResult.verdict, SuiteRunResult.source, SuiteRunResult.verified,
+                                  SuiteRunResult.flips).where(SuiteRunResult.suite_run_id == run.id)).all()
+    by_mode: dict[str, dict[str, int]] = {}
+    out: dict[str, Any] = {"cases": len(rows), "pending": 0, "acceptable": 0, "failing": 0, "reused": 0,
+                           "uploaded": 0, "unverified": 0, "flaky": 0, "operators": len({r[0] for r in rows})}
+    suite = session.get(Suite, run.suite_id)
+    min_flips = suite.flaky_min_flips if suite else 2
+    for _op, mode, status, verdict, source, verified, flips in rows:
+        if status != DONE or verdict is None:
+            out["pending"] += 1
+            continue
+        by_mode.setdefault(mode, {})[verdict] = by_mode.setdefault(mode, {}).get(verdict, 0) + 1
+        out["acceptable" if verdicts.acceptable(verdict, mode) else "failing"] += 1
+        out["reused"] += source == REUSED
+        out["uploaded"] += source not in (REUSED, FROM_WORKER)
+        out["unverified"] += not verified
+        out["flaky"] += flaky.is_flaky(flips, min_flips)
+    out["by_mode"] = by_mode
+    return out
+
+
+def update_flips(session: Session, run: SuiteRun, suite: Suite) -> None:
+    """Flips of each case over the suite's last flaky_window runs on this branch (this one included)."""
+    branch = SuiteRun.branch.is_(None) if run.branch is None else SuiteRun.branch == run.branch
+    ids = list(session.scalars(select(SuiteRun.id).where(SuiteRun.suite_id == run.suite_id, branch,
+                                                          SuiteRun.id <= run.id, SuiteRun.status == FINISHED)
+                               .order_by(SuiteRun.id.desc()).limit(max(2, suite.flaky_window))))
+    ids.reverse()
+    history: dict[int, dict[flaky.Key, tuple[int, flaky.Observation]]] = {i: {} for i in ids}
+    rows = session.execute(select(SuiteRunResult.suite_run_id, SuiteRunResult.operator, SuiteRunResult.case,
+                                  SuiteRunResult.mode, SuiteRunResult.attempt, SuiteRunResult.verdict,
+                                  SuiteRunResult.content_sha256)
+                           .where(SuiteRunResult.suite_run_id.in_(ids), SuiteRunResult.status == DONE))
+    for run_id, op, case, mode, attempt, verdict, content in rows:
+        seen = history[run_id].get((op, case, mode))
+        if seen is None or attempt >= seen[0]:
+            history[run_id][(op, case, mode)] = (attempt, (verdict, content))
+    counts = flaky.flip_counts([{k: obs for k, (_, obs) in history[i].items()} for i in ids])
+    mine = session.execute(select(SuiteRunResult.id, SuiteRunResult.operator, SuiteRunResult.case,
+                                  SuiteRunResult.mode, SuiteRunResult.flips)
+                           .where(SuiteRunResult.suite_run_id == run.id)).all()
+    changes = [{"id": i, "flips": counts.get((op, case, mode), 0)} for i, op, case, mode, old in mine
+               if counts.get((op, case, mode), 0) != old]
+    if changes:
+        session.execute(update(SuiteRunResult), changes)
+
+
+def finish(session: Session, run: SuiteRun) -> None:
+    """(Re)compute what a finished run shows, and notify on regressions."""
+    suite = session.get(Suite, run.suite_id)
+    assert suite is not None
+    now = utcnow()
+    run.status, run.finished_at = FINISHED, now
+    started = run.created_at if run.created_at.tzinfo else run.created_at.replace(tzinfo=now.tzinfo)
+    run.duration_s = round((now - started).total_seconds(), 3)
+    session.flush()
+    update_flips(session, run, suite)
+    previous = previous_run(session, run)
+    comparison = (suite_compare.compare(outcomes(session, previous.id), outcomes(session, run.id))
+                  if previous else None)
+    run.previous_run_id = previous.id if previous else None
+    run.compare = ({"previous_run_id": previous.id, **comparison.as_dict(limit=STORED_CHANGES)}
+                   if previous and comparison else {})
+    run.totals = totals(session, run)
+    session.flush()
+    log.info("suite_run.finished suite_run_id=%s cases=%s regressions=%s", run.id, run.totals.get("cases"),
+             len(comparison.regressions) if comparison else 0)
+    if comparison and comparison.regressions and suite.webhook_url:
+        webhooks.enqueue_regressions(session, suite, run, comparison)
+
+
+def refinish(session: Session, run: SuiteRun) -> None:
+    """New results arrived for a finished run (an upload): show them."""
+    if run.status == FINISHED:
+        finish(session, run)

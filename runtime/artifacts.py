@@ -1,51 +1,43 @@
-"""Collect a report's evidence files (logs, cost model, verify CSVs) into one folder per case."""
+"""Collect a report's evidence files (logs, cost model, verify CSVs) into one folder per case.
+
+Each case's files were already copied out of its job dir, checked and capped, by its leader
+(runtime.evidence) into a folder only the harness owns; this gathers those folders, within a
+total budget the service accepts. Nothing here opens a file in a job dir.
+"""
 from __future__ import annotations
 
-import json
 import re
-import shutil
 from pathlib import Path
 
-from runtime import costmodel
+from runtime import costmodel, evidence
+from runtime.jobfiles import JobFiles, Sink
 from runtime.report import Report
 
-COST_FILES = (costmodel.SWIM_FILE, costmodel.STAT_FILE, costmodel.TRACE_FILE, "_simulate.pipe.swim.json",
-              "bubble_analysis.log")
-MAX_FILE_BYTES = 20 * 1024 * 1024
+COST_FILES = (*evidence.COST_FILES, costmodel.TRACE_FILE)
+MAX_FILE_BYTES = evidence.MAX_EVIDENCE_FILE_BYTES
+MAX_TOTAL_BYTES = 512 * 1024 * 1024  # the service refuses more than 1 GiB unpacked
+MAX_FILES = 4000  # ... and more than 5000 files
 
 
 def case_dirname(index: int, case: str) -> str:
     return f"{index:03d}-" + re.sub(r"[^A-Za-z0-9_.-]+", "_", case)[:80]
 
 
-def _copy(src: Path, dest: Path) -> None:
-    if src.is_file() and src.stat().st_size <= MAX_FILE_BYTES:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, dest)
-
-
 def collect(report: Report, dest: Path) -> list[str]:
-    """Copy each case's artifacts under dest/<NNN-case>/; returns the relative paths written."""
-    dest.mkdir(parents=True, exist_ok=True)
-    for index, case in enumerate(report.cases):
-        if not case.job_dir:
-            continue
-        job = Path(case.job_dir)
-        out = dest / case_dirname(index, case.case)
-        _copy(job / "stdout.txt", out / "stdout.txt")
-        _copy(job / "stderr.txt", out / "stderr.txt")
-        for plog in sorted((job / "logs").rglob("*.log")):
-            _copy(plog, out / "plog" / plog.name)
-        for launch_index, launch in enumerate(case.launches):
-            if not launch.output_dir or not Path(launch.output_dir).is_dir():
+    """Copy each case's evidence folder under dest/<NNN-case>/; returns the relative paths written."""
+    written: list[str] = []
+    total = 0
+    with Sink.open(dest) as sink:
+        for index, case in enumerate(report.cases):
+            if not case.evidence_dir or not Path(case.evidence_dir).is_dir():
                 continue
-            folder = Path(launch.output_dir)
-            prefix = out / f"launch{launch_index}"
-            for name in COST_FILES:
-                _copy(costmodel.sim_dir(folder) / name, prefix / name)
-            for csv in sorted(folder.glob("verify_*/*.csv")):
-                _copy(csv, prefix / "verify" / csv.name)
-            lanes = costmodel.lanes(folder)
-            if lanes:
-                (prefix / "lanes.json").write_text(json.dumps(lanes))
-    return sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file())
+            source = JobFiles(case.evidence_dir)
+            prefix = case_dirname(index, case.case)
+            for entry in source.walk():
+                if len(written) >= MAX_FILES or total + entry.size > MAX_TOTAL_BYTES:
+                    return sorted(written)
+                rel = f"{prefix}/{entry.rel}"
+                if source.copy(entry.rel, sink, rel, MAX_FILE_BYTES):
+                    written.append(rel)
+                    total += entry.size
+    return sorted(written)

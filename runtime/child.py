@@ -19,9 +19,10 @@ from typing import Any, Iterator, NoReturn
 
 import torch
 
-from runtime import costmodel, graph_verify, instrument, metrics, timing
+from runtime import costmodel, dumps, graph_verify, instrument, integrity, metrics, timing
 from runtime import device as device_mod
 from runtime.events import Events
+from runtime.jobfiles import JobFiles
 
 TORCH_DTYPES = {
     "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
@@ -60,6 +61,10 @@ def main(req: dict[str, Any], events_fd: int) -> NoReturn:
         events.emit("internal_error", error=error_info(exc, req.get("src_dir", "")))
         code = 70
     finally:
+        try:
+            events.emit("integrity", **integrity.check())
+        except BaseException:  # noqa: BLE001 - the leader counts a missing report against the job
+            pass
         _flush_all()
     os._exit(code)
 
@@ -185,6 +190,9 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
         inputs = [device.place(make_input(spec)) for spec in case["inputs"]]
         goldens = _golden(golden_fn, inputs, params)
     rec.inputs, rec.goldens = inputs, goldens  # for launch hooks (graph verify)
+    # Sent before the implementation is imported: the leader holds these hashes, so a kernel
+    # that later edits the goldens in memory or on disk cannot make the harness's compare agree.
+    rec.events.emit("golden", sha256=[dumps.sha256(g) for g in goldens])
     _scrub_freed_memory([*inputs, *goldens])
     graph = _install_graph_verify(req, rec, case, tolerance)
     with stage(rec, mode, src):
@@ -205,10 +213,13 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
         # the job's time for the same bytes.
         raw = [_before_launch(rec, p, out) if graph is not None and p["launch"] is not None else out
                for out, p in zip(outputs, provenance)]
+        # The job's own compare is its claim; its leader recompares the dumped bytes outside this
+        # process (runtime.dumps) and decides with that, checking the claim against it.
         per_output = [metrics.compare(r, g, *tolerance) for r, g in zip(raw, goldens)]
         result_event: dict[str, Any] = {"metrics": metrics.combine(per_output), "provenance": provenance}
         if graph is not None:
             result_event["graph_verify"] = _graph_evidence(rec, graph, outputs, goldens, provenance, tolerance)
+        _dump(req, rec, outputs, goldens, provenance)
         rec.events.emit("result", **result_event)
     if graph is not None and graph.verify_passes:
         _verify_passes(req, rec, wrapper, inputs, params, graph)
@@ -281,7 +292,8 @@ def _verify_passes(req: dict[str, Any], rec: instrument.Recorder, wrapper: Any, 
     graph_s = sum(launch.duration_s for launch in rec.launches)
     tasks = 0
     for launch in rec.launches:
-        model = costmodel.parse(Path(launch.output_dir)) if launch.output_dir else None
+        folder = Path(launch.output_dir) if launch.output_dir else None
+        model = costmodel.parse(JobFiles(folder.parent), folder.name) if folder else None
         tasks += (model.aic_tasks + model.aiv_tasks) if model else 0
     estimate = graph_verify.estimate_pass_verify_s(graph_s, tasks)
     budget = min(graph_verify.PASS_VERIFY_BUDGET_S, float(req["limits"]["timeout_s"]) / 2)
@@ -320,13 +332,39 @@ def _golden(golden_fn: Any, inputs: list[torch.Tensor], params: dict[str, Any]) 
 
 
 def _provenance(rec: instrument.Recorder, out: torch.Tensor) -> dict[str, Any]:
-    """Which launch argument, if any, the returned tensor is, and whether that launch wrote it."""
+    """Which launch argument, if any, the returned tensor is, and whether that launch wrote it.
+
+    The first launch holding its storage says what the kernel left there; the last one is where
+    the bytes must still be as that launch left them (runtime.dumps checks it outside the job).
+    """
     sid = instrument.storage_id(out)
-    for index, launch in enumerate(rec.launches):
-        for arg, (storage, written) in enumerate(zip(launch.storages, launch.written)):
-            if storage == sid:
-                return {"launch": index, "arg": arg, "kernel": launch.kernel, "written": written}
-    return {"launch": None, "arg": None, "kernel": None, "written": False}
+    found = [(index, arg, launch) for index, launch in enumerate(rec.launches)
+             for arg, storage in enumerate(launch.storages) if storage == sid]
+    if not found:
+        return {"launch": None, "arg": None, "kernel": None, "written": False}
+    index, arg, launch = found[0]
+    last_index, last_arg, _ = found[-1]
+    return {"launch": index, "arg": arg, "kernel": launch.kernel, "written": launch.written[arg],
+            "last_launch": last_index, "last_arg": last_arg}
+
+
+def _dump(req: dict[str, Any], rec: instrument.Recorder, outputs: list[torch.Tensor], goldens: list[torch.Tensor],
+          provenance: list[dict[str, Any]]) -> None:
+    """Write the bytes the harness recompares outside this process (runtime.dumps)."""
+    entries = []
+    for out, golden, prov in zip(outputs, goldens, provenance):
+        entry = dumps.OutputDump(golden=golden, output=out)
+        if prov["launch"] is not None:
+            first, last = rec.launches[prov["launch"]], rec.launches[prov["last_launch"]]
+            arg = last.args[prov["last_arg"]]
+            entry.before = first.before[prov["arg"]]
+            entry.first_post_sha256 = first.post_sha256[prov["arg"]]
+            entry.last_post_sha256 = last.post_sha256[prov["last_arg"]]
+            same = (out.dtype == arg.dtype and out.shape == arg.shape and out.stride() == arg.stride()
+                    and out.data_ptr() == arg.data_ptr())
+            entry.arg_now = None if same else arg
+        entries.append(entry)
+    dumps.write(Path(req["results_dir"]), entries)
 
 
 def _run_script(req: dict[str, Any], rec: instrument.Recorder) -> int:

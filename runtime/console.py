@@ -43,7 +43,7 @@ def _diff_text(case: CaseResult, mode: str) -> str:
         extra.append(f"{m['nan_count']} NaN")
     if m.get("inf_count"):
         extra.append(f"{m['inf_count']} inf")
-    if mode == "sim" and case.output_written is False:
+    if mode == "sim" and case.output_written is False and case.verdict != verdicts.SUSPECT_FAKE_PASS:
         extra.append("SIM garbage: output unwritten")
     return text + (f" ({', '.join(extra)})" if extra else "")
 
@@ -150,6 +150,9 @@ def print_report(report: Report, console: Console | None = None) -> None:
             where = f" ({case.error.file}:{case.error.line})" if case.error.file else ""
             first = case.error.message.splitlines()[0][:200] if case.error.message else ""
             console.print(f"[red]{escape(case.case)}[/]: {escape(case.error.type)}: {escape(first)}{escape(where)}")
+    for case in report.cases:  # why the harness does not believe a result (docs/SECURITY.md)
+        if case.verdict == verdicts.SUSPECT_FAKE_PASS and case.verdict_reason:
+            _print_indented(console, f"{case.case}: {case.verdict_reason}", 0)
     grouped, noise = _group_diagnoses(report)
     if grouped:
         console.print("[bold]diagnosis[/]")

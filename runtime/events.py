@@ -36,10 +36,15 @@ class Events:
             data = data[written:]
 
 
-def parse(raw: bytes) -> list[dict[str, Any]]:
-    """Decode the event stream; a torn last line (crash mid-write) is dropped."""
-    events = []
+def parse(raw: bytes, max_events: int | None = None) -> list[dict[str, Any]]:
+    """Decode the event stream; a torn last line (crash mid-write) is dropped.
+
+    With max_events, stops after one more than that (so the caller can tell there were more).
+    """
+    events: list[dict[str, Any]] = []
     for line in raw.decode("utf-8", "replace").splitlines():
+        if max_events is not None and len(events) > max_events:
+            break
         try:
             item = json.loads(line)
         except ValueError:

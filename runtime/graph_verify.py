@@ -14,6 +14,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from runtime.jobfiles import JobFiles
+
 FIXED_PYPTO_VERSION = "0.2.0"
 CSV_NAME = "verify_result_brief.csv"
 # Checking every lowered pass re-runs each pass for every loop iteration (docs/pypto.md §3), so its cost
@@ -21,6 +23,7 @@ CSV_NAME = "verify_result_brief.csv"
 # tensor-graph call was 1.5 s for 32 tasks and 12.1 s for 128 tasks, i.e. about 0.0083 * tasks**1.5.
 PASS_VERIFY_S_PER_TASK15 = 0.0083
 PASS_VERIFY_BUDGET_S = 120.0
+MAX_CSV_BYTES = 16 * 1024 * 1024
 
 
 def estimate_pass_verify_s(graph_call_s: float, tasks: int) -> float:
@@ -178,13 +181,21 @@ def read_pypto_results(output_dirs: list[str]) -> list[dict[str, str]]:
     for out in output_dirs:
         if not out:
             continue
-        for path in sorted(Path(out).glob(f"verify_*/{CSV_NAME}")):
-            try:
-                text = path.read_text(errors="replace")
-            except OSError:
-                continue
-            for row in csv.DictReader(io.StringIO(text)):
-                rows.append({k.strip(): (v or "").strip() for k, v in row.items() if k})
+        folder = JobFiles(Path(out))
+        for name, kind in folder.listdir():
+            if kind == "dir" and name.startswith("verify_"):
+                rows += csv_rows(folder.read_or_none(f"{name}/{CSV_NAME}", MAX_CSV_BYTES) or b"")
+    return rows
+
+
+def csv_rows(data: bytes) -> list[dict[str, str]]:
+    """The rows of one verify_result_brief.csv (untrusted text: bad rows are skipped)."""
+    rows = []
+    try:
+        for row in csv.DictReader(io.StringIO(data.decode("utf-8", "replace"))):
+            rows.append({str(k).strip(): str(v or "").strip() for k, v in row.items() if k})
+    except csv.Error:
+        pass
     return rows
 
 

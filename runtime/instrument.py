@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from runtime import metrics
+from runtime import dumps, integrity, metrics
 from runtime.events import Events
 
 RUN_MODE_VALUES = {"npu": 0, "sim": 1}  # pypto.RunMode values
@@ -28,6 +28,7 @@ class LaunchRecord:
     error: str = ""
     storages: list[int] = field(default_factory=list)
     before: list[torch.Tensor | None] = field(default_factory=list)  # argument bytes before the launch
+    post_sha256: list[str | None] = field(default_factory=list)  # argument bytes right after it
 
 
 class Recorder:
@@ -68,12 +69,12 @@ def _snapshot(t: torch.Tensor) -> torch.Tensor | None:
     return t.detach().to("cpu", copy=True).contiguous()
 
 
-def bytes_changed(before: torch.Tensor | None, after: torch.Tensor) -> bool:
+def bytes_changed(before: torch.Tensor | None, after: torch.Tensor | None) -> bool:
     """True when any byte differs (NaN-safe: compares raw bytes, not values)."""
-    if before is None:
+    if before is None or after is None:
         return False
     a = before.reshape(-1).view(torch.uint8)
-    b = _snapshot(after).reshape(-1).view(torch.uint8)
+    b = after.reshape(-1).view(torch.uint8)
     return not torch.equal(a, b)
 
 
@@ -96,6 +97,7 @@ def install(mode: str, events: Events) -> Recorder:
     _recorder = Recorder(mode, events)
     _patch_jit(_recorder)
     _patch_asserts(_recorder)
+    integrity.seal()  # after our patches, before any submission code runs
     return _recorder
 
 
@@ -126,9 +128,13 @@ def _patch_jit(rec: Recorder) -> None:
             raise
         finally:
             duration = time.perf_counter() - start
-            written = [bytes_changed(b, t) for b, t in zip(before, tensors)]
+            written, hashes = [], []
+            for b, t in zip(before, tensors):  # one copy at a time
+                after = _snapshot(t)
+                written.append(bytes_changed(b, after))
+                hashes.append(dumps.sha256(after) if after is not None else None)
             record = LaunchRecord(name, tensors, written, duration, _last_output_dir(), error,
-                                  [storage_id(t) for t in tensors], before)
+                                  [storage_id(t) for t in tensors], before, hashes)
             rec.launches.append(record)
             rec.in_kernel = None
             rec.events.emit("launch", kernel=name, output_written=written,

@@ -42,6 +42,11 @@ class JobDirs:
         return self.root / "home" / ".pypto"
 
     @property
+    def results(self) -> Path:
+        """Where the job dumps output and golden bytes for the harness to recompare (runtime.dumps)."""
+        return self.root / "results"
+
+    @property
     def stdout(self) -> Path:
         return self.root / "stdout.txt"
 
@@ -51,7 +56,7 @@ class JobDirs:
 
     def writable(self) -> list[Path]:
         """Dirs the job writes; handed to the job uid."""
-        return [self.work, self.home, self.pypto_home, self.pypto_home / "run", self.output, self.logs]
+        return [self.work, self.home, self.pypto_home, self.pypto_home / "run", self.output, self.logs, self.results]
 
     def create(self) -> "JobDirs":
         for d in (self.root, self.src, *self.writable()):
@@ -91,7 +96,7 @@ def write_sim_config(pypto_lib_dir: Path, dest: Path) -> Path:
     """pypto's tile_fwk_config.json with the simulator's drawing scripts silenced (docs/pypto.md §2).
 
     The drawing scripts need matplotlib, print tracebacks without it and cost ~0.2 s per call;
-    we write the Perfetto trace ourselves (costmodel.write_trace).
+    we write the Perfetto trace ourselves (costmodel.trace, into the harness's evidence folder).
     """
     config = json.loads((pypto_lib_dir / "configs" / "tile_fwk_config.json").read_text())
     args = config["global"]["simulation"].setdefault("args", [])

@@ -64,6 +64,7 @@ def compare(output: Any, golden: Any, rtol: float, atol: float) -> dict[str, Any
     both_finite = torch.isfinite(o) & torch.isfinite(g)
     d = diff[both_finite]
     rel = d / g.abs()[both_finite].clamp_min(REL_FLOOR)
+    m["finite_pairs"] = int(d.numel())  # elements where both sides are finite: the mean's weight
     m["max_abs_diff"] = float(d.max()) if d.numel() else None
     m["mean_abs_diff"] = float(d.mean()) if d.numel() else None
     m["max_rel_diff"] = float(rel.max()) if rel.numel() else None
@@ -96,6 +97,7 @@ def combine(per_output: list[dict[str, Any]]) -> dict[str, Any]:
         "dtype_match": all(p["dtype_match"] for p in per_output),
         "numel": numel, "mismatch_count": mism, "mismatch_ratio": mism / numel if numel else 0.0,
         "nan_count": sum(p["nan_count"] for p in per_output),
+        "finite_pairs": sum(p.get("finite_pairs") or 0 for p in per_output),
         "inf_count": sum(p["inf_count"] for p in per_output),
         "max_abs_diff": worst("max_abs_diff"), "max_rel_diff": worst("max_rel_diff"),
         "mean_abs_diff": worst("mean_abs_diff"),

@@ -4,17 +4,19 @@ from __future__ import annotations
 import re
 import signal
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from runtime import costmodel, verdicts
-from runtime.tolerance import assert_passed, within_tolerance
+from runtime import corroborate, verdicts
 from runtime.diagnose import diagnose
 from runtime.jobenv import JobDirs
+from runtime.jobfiles import JobFiles
 from runtime.report import CaseResult, CostModel, Diagnosis, ErrorInfo, Launch, Stage
+from runtime.tolerance import assert_passed, within_tolerance
 
 TAIL_CHARS = 8000
-MAX_PLOG_CHARS = 1_000_000
+MAX_LOG_BYTES = 1024 * 1024  # of stdout and stderr, read for diagnosis and script markers
+MAX_PLOG_BYTES = 1024 * 1024
 OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory")
 MARKER_PATTERNS = {
     "precision_pass": re.compile(r"\[PRECISION_PASS\]"),
@@ -41,26 +43,17 @@ class JobContext:
     timeout_s: float = 0.0
 
 
-def tail(path: Path, chars: int = TAIL_CHARS) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return ""
-    return text[-chars:]
-
-
-def read_plog(dirs: JobDirs, warm_log_dir: Path | None, pid: int | None) -> str:
-    """The job's pypto logs: in its own log dir, or the warm parent's when no mount namespace."""
-    files = sorted(dirs.logs.rglob("*.log"))
-    if warm_log_dir is not None and pid:
-        files += sorted(p for p in warm_log_dir.rglob(f"*{pid}_*.log"))
-    parts = []
-    for path in files:
-        try:
-            parts.append(f"== {path.name}\n" + path.read_text(errors="replace")[-MAX_PLOG_CHARS:])
-        except OSError:
-            continue
-    return "\n".join(parts)[-MAX_PLOG_CHARS:]
+def _read_logs(found: dict[str, Any]) -> tuple[str, str, str]:
+    """stdout, stderr and plog tails from the case's evidence folder (copied there by its leader)."""
+    folder = found.get("dir")
+    if not folder:
+        return "", "", ""
+    files = JobFiles(folder)
+    stdout = files.text_tail("stdout.txt", MAX_LOG_BYTES)
+    stderr = files.text_tail("stderr.txt", MAX_LOG_BYTES)
+    parts = [f"== {PurePosixPath(e.rel).name}\n" + files.text_tail(e.rel, MAX_PLOG_BYTES)
+             for e in files.walk("plog", suffix=".log")]
+    return stdout, stderr, "\n".join(parts)[-MAX_PLOG_BYTES:]
 
 
 def _stages(events: list[dict[str, Any]]) -> tuple[list[Stage], dict[str, Any] | None, str]:
@@ -68,18 +61,19 @@ def _stages(events: list[dict[str, Any]]) -> tuple[list[Stage], dict[str, Any] |
     failed: dict[str, Any] | None = None
     last = ""
     for ev in events:
-        if ev["event"] != "stage":
+        if ev.get("event") != "stage":
             continue
-        name = ev["name"]
+        name, status = str(ev.get("name", ""))[:100], str(ev.get("status", ""))[:20]
         last = name
-        if ev["status"] == "start":
+        if status == "start":
             stages[name] = Stage(name, "running")
         else:
-            stage = stages.setdefault(name, Stage(name, ev["status"]))
-            stage.status = ev["status"]
-            stage.duration_s = round(float(ev.get("duration_s") or 0.0), 4)
-            if ev["status"] == "error":
-                failed = {"stage": name, **(ev.get("error") or {})}
+            stage = stages.setdefault(name, Stage(name, status))
+            stage.status = status
+            stage.duration_s = round(_number(ev.get("duration_s")), 4)
+            if status == "error":
+                error = ev.get("error")
+                failed = {"stage": name, **(error if isinstance(error, dict) else {})}
     return list(stages.values()), failed, last
 
 
@@ -116,14 +110,9 @@ def _structural(report: dict[str, Any], failed: dict[str, Any] | None, mode: str
     return "ok"
 
 
-def _cost_model(launches: list[Launch]) -> CostModel | None:
-    models = []
-    for launch in launches:
-        if launch.output_dir and Path(launch.output_dir).is_dir():
-            costmodel.write_trace(Path(launch.output_dir))
-            model = costmodel.parse(Path(launch.output_dir))
-            if model is not None:
-                models.append(model)
+def _cost_model(found: dict[str, Any]) -> CostModel | None:
+    """The SIM cost model of the corroborated launches, as the leader read it from pypto's files."""
+    models = [CostModel(**m) for m in found.get("cost_models") or []]
     if not models:
         return None
     if len(models) == 1:
@@ -141,7 +130,7 @@ def _cost_model(launches: list[Launch]) -> CostModel | None:
 
 
 def _script_evidence(events: list[dict[str, Any]], stdout: str) -> dict[str, Any]:
-    asserts = [e for e in events if e["event"] == "assert"]
+    asserts = [e for e in events if e.get("event") == "assert" and isinstance(e.get("metrics") or {}, dict)]
     passed = failed = 0
     for a in asserts:
         if assert_passed(a.get("metrics") or {}):
@@ -150,22 +139,42 @@ def _script_evidence(events: list[dict[str, Any]], stdout: str) -> dict[str, Any
             failed += 1
     markers = {k: len(p.findall(stdout)) for k, p in MARKER_PATTERNS.items()}
     max_diffs = [m.group(1) for m in MAX_DIFF.finditer(stdout)]
-    result = next((e for e in events if e["event"] == "script_result"), {})
+    result = next((e for e in events if e.get("event") == "script_result"), {})
     return {"exit_code": result.get("exit_code"), "asserts": asserts, "asserts_passed": passed,
             "asserts_failed": failed, "markers": markers, "max_diff_printed": max_diffs[-10:]}
 
 
-def build(ctx: JobContext, report: dict[str, Any], warm_log_dir: Path | None) -> CaseResult:
-    events: list[dict[str, Any]] = report.get("events", [])
+def _number(value: Any, default: float = 0.0) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _launch(e: dict[str, Any]) -> Launch:
+    """A launch event as the job reported it (untrusted: every field coerced)."""
+    written = e.get("output_written")
+    shapes = e.get("arg_shapes")
+    return Launch(kernel=str(e.get("kernel", ""))[:200],
+                  output_written=[bool(w) for w in written] if isinstance(written, list) else [],
+                  arg_shapes=[list(s) for s in shapes if isinstance(s, list)] if isinstance(shapes, list) else [],
+                  duration_s=_number(e.get("duration_s")), output_dir=str(e.get("output_dir", ""))[:4096],
+                  error=str(e.get("error", ""))[:2000])
+
+
+def build(ctx: JobContext, report: dict[str, Any], warm_log_dir: Path | None = None) -> CaseResult:
+    """One case's result. Job files are never opened here: the leader already copied and checked them.
+
+    `warm_log_dir` is kept for callers; the leader reads the warm parent's logs itself.
+    """
+    events: list[dict[str, Any]] = [e for e in report.get("events", []) if isinstance(e, dict)]
+    found: dict[str, Any] = report.get("evidence") or {}
     stages, failed, last_stage = _stages(events)
-    launches = [Launch(kernel=e["kernel"], output_written=e["output_written"], arg_shapes=e["arg_shapes"],
-                       duration_s=e.get("duration_s", 0.0), output_dir=e.get("output_dir", ""),
-                       error=e.get("error", "")) for e in events if e["event"] == "launch"]
-    internal = next((e for e in events if e["event"] == "internal_error"), None)
+    launches = [_launch(e) for e in events if e.get("event") == "launch"]
+    internal = next((e for e in events if e.get("event") == "internal_error"), None)
     if "leader_error" in report:
         internal = {"error": {"type": "LeaderError", "message": report["leader_error"]}}
-    stdout, stderr = tail(ctx.dirs.stdout, 10**6), tail(ctx.dirs.stderr, 10**6)
-    plog = read_plog(ctx.dirs, warm_log_dir, report.get("pid"))
+    stdout, stderr, plog = _read_logs(found)
     maxrss = int(report.get("maxrss_kb") or 0) * 1024
     structural = _structural(report, failed, ctx.mode, stderr + stdout, maxrss, ctx.memory_bytes, ctx.is_script)
     if internal and structural == "ok":
@@ -177,18 +186,18 @@ def build(ctx: JobContext, report: dict[str, Any], warm_log_dir: Path | None) ->
     error = None
     source = failed or (internal or {}).get("error") and {"stage": last_stage, **internal["error"]}
     if source:
-        error = ErrorInfo(type=source.get("type", ""), message=source.get("message", ""),
-                          file=source.get("file", ""), line=int(source.get("line") or 0),
-                          traceback=source.get("traceback", ""))
+        error = ErrorInfo(type=str(source.get("type", "")), message=str(source.get("message", "")),
+                          file=str(source.get("file", "")), line=int(_number(source.get("line"))),
+                          traceback=str(source.get("traceback", "")))
     elif exit_info:
         error = ErrorInfo(type="ProcessExit", message=exit_info)
-    result_ev = next((e for e in events if e["event"] == "result"), None)
-    metrics = result_ev["metrics"] if result_ev else None
-    provenance = result_ev.get("provenance", []) if result_ev else []
+    result_ev = next((e for e in events if e.get("event") == "result"), None)
+    checked = corroborate.check(ctx.is_script, events, found, result_ev)
+    metrics = checked.metrics
     script = _script_evidence(events, stdout) if ctx.is_script else None
     if script and script["asserts"] and metrics is None:
         metrics = _worst_assert(script["asserts"])
-    graph = _graph_verify(events, result_ev, ctx)
+    graph = _graph_verify(events, result_ev, ctx, checked)
     if ctx.is_script:
         output_written = any(any(l.output_written) for l in launches) if launches else None
     elif graph and graph.get("status") in ("pass", "fail"):
@@ -196,10 +205,10 @@ def build(ctx: JobContext, report: dict[str, Any], warm_log_dir: Path | None) ->
         # metrics taken from the pre-launch bytes confirm.
         output_written = False
     else:
-        output_written = all(p.get("written") for p in provenance) if provenance else (False if result_ev else None)
+        output_written = checked.output_written
     ev = verdicts.Evidence(
         mode=ctx.mode, structural=structural, golden_failed=bool(failed and failed["stage"] == "golden"),
-        kernel_launches=len(launches), metrics=metrics,
+        kernel_launches=checked.launches, launches_reported=len(launches), metrics=metrics,
         within_tolerance=within_tolerance(metrics, ctx.compare, ctx.max_mismatch_ratio) if metrics else None,
         output_written=output_written, golden_fallback=ctx.golden_fallback, is_script=ctx.is_script,
         exit_code=script["exit_code"] if script else None,
@@ -208,6 +217,7 @@ def build(ctx: JobContext, report: dict[str, Any], warm_log_dir: Path | None) ->
         markers=script["markers"] if script else {},
         graph_status=graph.get("status") if graph else None,
         device_failed=bool(failed and failed["stage"] == "device"),
+        contradictions=checked.contradictions, changed_after_launch=checked.changed_after_launch,
     )
     verdict, precision, reason = verdicts.decide(ev)
     fail_stage = failed["stage"] if failed else (last_stage or ctx.mode)
@@ -224,29 +234,38 @@ def build(ctx: JobContext, report: dict[str, Any], warm_log_dir: Path | None) ->
         operator=ctx.operator, case=ctx.case, description=ctx.description,
         shapes=ctx.shapes if ctx.shapes is not None else (launches[0].arg_shapes if launches else []),
         dtypes=ctx.dtypes or [], structural=structural, stage=fail_stage, error=error, diagnosis=diagnoses,
-        metrics=metrics, precision=precision, output_written=output_written, kernel_launches=len(launches),
-        cost_model=_cost_model(launches) if ctx.mode == "sim" else None, verdict=verdict,
-        verdict_reason=reason, duration_s=float(report.get("wall_s") or 0.0), stages=stages,
+        metrics=metrics, precision=precision, output_written=output_written, kernel_launches=checked.launches,
+        cost_model=_cost_model(found) if ctx.mode == "sim" else None, verdict=verdict,
+        verdict_reason=reason, duration_s=_number(report.get("wall_s")), stages=stages,
         launches=launches, script=script, graph_verify=graph, timing=_timing(events),
         logs={"stdout": stdout[-TAIL_CHARS:], "stderr": stderr[-TAIL_CHARS:], "plog": plog[-TAIL_CHARS:]},
-        job_dir=str(ctx.dirs.root),
+        job_dir=str(ctx.dirs.root), evidence_dir=str(found.get("dir") or ""), evidence=checked.summary(),
     )
 
 
 def _graph_verify(events: list[dict[str, Any]], result_ev: dict[str, Any] | None,
-                  ctx: JobContext) -> dict[str, Any] | None:
-    """graph_verify: {status: pass|fail|error|unavailable, metrics, duration_s, ...}."""
-    setup = next((e for e in events if e["event"] == "graph_verify_setup"), None)
+                  ctx: JobContext, checked: corroborate.Checked) -> dict[str, Any] | None:
+    """graph_verify: {status: pass|fail|error|unavailable, metrics, duration_s, ...}.
+
+    The metrics, whether the graph wrote the outputs and pypto's CSV verdicts are the harness's
+    own (runtime.evidence) when it has them; the job's figures only where it has nothing else.
+    """
+    setup = next((e for e in events if e.get("event") == "graph_verify_setup"), None)
     if setup is None:
         return None
     if not setup.get("available"):
-        return {"status": "unavailable", "reason": setup.get("reason", ""), "metrics": None}
-    gv = dict((result_ev or {}).get("graph_verify") or {})
+        return {"status": "unavailable", "reason": str(setup.get("reason", "")), "metrics": None}
+    gv = (result_ev or {}).get("graph_verify")
+    gv = dict(gv) if isinstance(gv, dict) else {}
     if not gv:
         # "active": graph verify was on when the kernel failed; the runner re-runs plain SIM to tell
         # a graph-verify failure from a kernel failure.
         return {"status": "unavailable", "reason": "the kernel did not run to completion", "metrics": None,
                 "active": True}
+    if checked.rechecked:
+        gv["metrics"], gv["output_written"] = checked.graph_metrics, checked.graph_written
+    if checked.pypto_graph is not None:
+        gv["pypto"] = checked.pypto_graph
     if gv.get("status") != "error":
         m = gv.get("metrics") or {}
         ok = within_tolerance(m, ctx.compare, ctx.max_mismatch_ratio) and gv.get("output_written")
@@ -256,9 +275,11 @@ def _graph_verify(events: list[dict[str, Any]], result_ev: dict[str, Any] | None
         pypto_result = (gv.get("pypto") or {}).get("result")
         if pypto_result in ("pass", "fail") and pypto_result != gv["status"]:
             gv["disagreement"] = f"our compare says {gv['status']}, pypto's verify_result_brief.csv says {pypto_result}"
-    passes = next((e for e in events if e["event"] == "verify_passes"), None)
+    passes = next((e for e in events if e.get("event") == "verify_passes"), None)
     if passes:
         gv["passes"] = {k: v for k, v in passes.items() if k != "event"}
+        if checked.pypto_passes is not None and gv["passes"].get("status") in ("pass", "fail", "no_compare"):
+            gv["passes"].update(checked.pypto_passes, status=checked.pypto_passes["result"])
     return gv
 
 
@@ -275,7 +296,8 @@ def _timing(events: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def _worst_assert(asserts: list[dict[str, Any]]) -> dict[str, Any] | None:
-    usable = [a["metrics"] for a in asserts if a.get("metrics") and "error" not in a["metrics"]]
+    usable = [a["metrics"] for a in asserts if a.get("metrics") and "error" not in a["metrics"]
+              and isinstance(a["metrics"].get("max_abs_diff"), (int, float, type(None)))]
     if not usable:
         return None
     return max(usable, key=lambda m: (m.get("max_abs_diff") is None, m.get("max_abs_diff") or 0.0))

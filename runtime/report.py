@@ -100,6 +100,9 @@ class CaseResult:
     script: dict[str, Any] | None = None
     logs: dict[str, str] = field(default_factory=dict)  # stdout/stderr/plog tails
     job_dir: str = ""
+    evidence_dir: str = ""  # the copies the harness took from the job dir (runtime.evidence)
+    # What the harness corroborated outside the job: launches, its recompare, contradictions, refusals.
+    evidence: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -14,6 +14,7 @@ from runtime.dtypes import default_tolerance
 from runtime.errors import NO_NPU_MESSAGE, HostError, SubmissionError
 from runtime.host import choose_device, environment, npu_fingerprint, npu_status
 from runtime.jobenv import JobDirs, job_environment
+from runtime.jobfiles import JobFiles
 from runtime.lint import GOLDEN_FALLBACK, lint_files
 from runtime.outcome import JobContext, build
 from runtime.report import CaseResult, Diagnosis, ErrorInfo, LintFinding, Report, Stage, Submission
@@ -22,6 +23,7 @@ from runtime.warm import WarmParent
 
 DEFAULT_TIMEOUT_S = 300.0
 LIST_TIMEOUT_S = 60.0
+LIST_OUTPUT_BYTES = 1024 * 1024  # the tail of a `--list` run's stdout searched for case ids
 SCRIPT_CASE_ID = re.compile(r"^\s*(?:ID:\s*)(\S+)\s*$", re.MULTILINE)
 MAIN_CASE = "main"
 
@@ -166,7 +168,8 @@ class _CaseRunner:
         launched = any(e.get("event") == "launch_start" for e in result.get("events", []))
         if launched or result.get("exit_code") != 0:
             return []  # the script ignored --list; run it whole
-        text = dirs.stdout.read_text(errors="replace") if dirs.stdout.exists() else ""
+        folder = (result.get("evidence") or {}).get("dir")
+        text = JobFiles(folder).text_tail("stdout.txt", LIST_OUTPUT_BYTES) if folder else ""
         return list(dict.fromkeys(SCRIPT_CASE_ID.findall(text)))
 
     def _request(self, label: str, timeout_s: float) -> tuple[dict[str, Any], JobDirs]:
@@ -183,6 +186,9 @@ class _CaseRunner:
         request = {
             "job_dir": str(dirs.root), "src_dir": str(dirs.src), "work_dir": str(dirs.work),
             "log_dir": str(dirs.logs), "stdout_path": str(dirs.stdout), "stderr_path": str(dirs.stderr),
+            "results_dir": str(dirs.results),
+            # Outside the job dir, owned by the harness alone (runtime.evidence).
+            "evidence_dir": str(self.work / "evidence" / dirs.root.name),
             "writable_dirs": [str(d) for d in dirs.writable()],
             "mode": self.options.mode, "device_id": self.options.device_id,
             "env": job_environment(dirs, self.options.mode, self.warm.config_path, self.options.device_id),

@@ -2,18 +2,20 @@
 
 | verdict               | meaning |
 |-----------------------|---------|
-| pass                  | the kernel ran, wrote its output, and the output is within tolerance of the golden (NPU); in SIM only when SIM itself wrote the output |
+| pass                  | NPU only: the kernel ran, wrote its output, and the output is within tolerance of the golden. A SIM case is never `pass` |
 | precision_fail        | the kernel ran and wrote its output, but the output is outside tolerance (or has the wrong shape) |
 | structural_error      | the kernel failed to parse, compile or run (an exception in the SIM/NPU stage), or its result has the wrong structure |
 | crash                 | the job process died: a signal (segfault, abort), an unexpected exit, or out-of-memory |
 | timeout               | the job ran past its wall-clock limit and was killed |
 | not_run               | no kernel ran: the wrapper/script never launched a jit kernel, or the golden failed so the case could not be evaluated |
-| suspect_fake_pass     | the result matches the golden (exactly or within tolerance) but the kernel cannot have produced it: no kernel launched, lint found a golden fallback, or the kernel did not write the output that matches |
+| suspect_fake_pass     | the result matches the golden (exactly or within tolerance) but the kernel cannot have produced it: no kernel launched, lint found a golden fallback, the kernel did not write the output that matches, or SIM (which has no data path) "wrote" it; also any job whose own report contradicts what the harness checked outside it (forged launches, edited harness code, metrics or bytes that disagree) |
 | sim_output_unwritten  | SIM compiled and ran the kernel but, as SIM always does on a CPU host, wrote no output: structure OK, no precision evidence |
 | sim_garbage_graph_ok  | as sim_output_unwritten, and graph verify ran the kernel's tensor graph on the CPU and matched the golden: the SIM garbage is benign; hardware precision still awaits the NPU |
 | graph_fail            | SIM compiled and ran the kernel, but its tensor graph computed on the CPU does not match the golden (or never writes the output): the kernel's maths or tiling is wrong, no NPU needed |
 
-Graph verify never makes a case `pass`: precision on hardware is the NPU's word.
+Graph verify never makes a case `pass`: precision on hardware is the NPU's word. Launches count
+only when pypto's own call folders corroborate them, and the metrics are the harness's recompare
+of the dumped bytes (runtime.corroborate, docs/SECURITY.md).
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ VERDICTS = (PASS, PRECISION_FAIL, STRUCTURAL_ERROR, CRASH, TIMEOUT, NOT_RUN, SUS
             SIM_OUTPUT_UNWRITTEN, SIM_GARBAGE_GRAPH_OK, GRAPH_FAIL)
 
 # What `crosscheck run` accepts (exit 0) per mode: SIM judges structure, the NPU precision.
-ACCEPTABLE = {"sim": {PASS, SIM_OUTPUT_UNWRITTEN, SIM_GARBAGE_GRAPH_OK}, "npu": {PASS}}
+ACCEPTABLE = {"sim": {SIM_OUTPUT_UNWRITTEN, SIM_GARBAGE_GRAPH_OK}, "npu": {PASS}}
 
 
 @dataclass
@@ -44,7 +46,8 @@ class Evidence:
     mode: str
     structural: str  # ok | error | crash | timeout | oom | not_run
     golden_failed: bool = False
-    kernel_launches: int = 0
+    kernel_launches: int = 0  # corroborated by pypto's call folders
+    launches_reported: int = 0  # as the job's events claim
     metrics: dict[str, Any] | None = None
     within_tolerance: bool | None = None
     output_written: bool | None = None
@@ -56,6 +59,9 @@ class Evidence:
     asserts_passed: int = 0
     asserts_failed: int = 0
     markers: dict[str, int] = field(default_factory=dict)
+    # where the job's report disagrees with the harness's own checks (runtime.corroborate)
+    contradictions: list[str] = field(default_factory=list)
+    changed_after_launch: bool = False  # the output's bytes changed after the kernel's last launch
     device_failed: bool = False  # NPU: torch_npu or set_device failed before anything ran
 
 
@@ -70,6 +76,9 @@ def decide(ev: Evidence) -> tuple[str, str, str]:
         return NOT_RUN, "not_applicable", "the NPU device could not be set up, so nothing ran: see the error"
     if ev.golden_failed:
         return NOT_RUN, "not_applicable", "the golden failed: fix the submission's golden; the kernel was not judged"
+    if ev.contradictions:
+        return SUSPECT_FAKE_PASS, "not_applicable", (
+            f"the job's own report contradicts what the harness checked outside it: {ev.contradictions[0]}")
     if ev.is_script:
         return _decide_script(ev)
     if ev.structural == "error":
@@ -77,26 +86,49 @@ def decide(ev: Evidence) -> tuple[str, str, str]:
     matches = bool(ev.within_tolerance)
     if ev.kernel_launches == 0:
         if matches:
-            return SUSPECT_FAKE_PASS, "not_applicable", "the result matches the golden but no jit kernel launched"
-        return NOT_RUN, "not_applicable", "the wrapper never launched a jit kernel"
+            return SUSPECT_FAKE_PASS, "not_applicable", "the result matches the golden but no jit kernel launched" + (
+                _uncorroborated(ev))
+        return NOT_RUN, "not_applicable", "the wrapper never launched a jit kernel" + _uncorroborated(ev)
     if matches and ev.golden_fallback:
         return SUSPECT_FAKE_PASS, "not_applicable", "the result matches, and lint found a golden fallback around the kernel"
+    if matches and ev.changed_after_launch:
+        return SUSPECT_FAKE_PASS, "not_applicable", (
+            "the result matches the golden, but its bytes changed after the kernel's last launch: code outside the "
+            "kernel wrote them")
     if matches and not ev.output_written:
         return SUSPECT_FAKE_PASS, "not_applicable", "the result matches the golden but the kernel did not write it"
     shape_ok = bool(ev.metrics and ev.metrics.get("shape_match"))
     if ev.mode == "sim":
-        if not shape_ok:
-            return STRUCTURAL_ERROR, "not_applicable", "the output's shape differs from the golden's"
-        if ev.graph_status == "fail":
-            return GRAPH_FAIL, "not_applicable", "the kernel's tensor graph, run on the CPU, does not match the golden"
-        if not ev.output_written:
-            if ev.graph_status == "pass":
-                return SIM_GARBAGE_GRAPH_OK, "not_applicable", (
-                    "SIM writes no outputs on a CPU host; graph verify matched the golden, so the SIM garbage is benign")
-            return SIM_OUTPUT_UNWRITTEN, "not_applicable", "SIM compiled and ran the kernel; SIM writes no outputs on a CPU host"
+        return _decide_sim(ev, matches, shape_ok)
     if matches:
         return PASS, "pass", "within tolerance"
     return PRECISION_FAIL, "fail", "outside tolerance" if shape_ok else "the output's shape differs from the golden's"
+
+
+def _uncorroborated(ev: Evidence) -> str:
+    if ev.launches_reported > ev.kernel_launches:
+        return (f" that pypto corroborates (the job reported {ev.launches_reported} launch(es); pypto's call folders "
+                "show none)")
+    return ""
+
+
+def _decide_sim(ev: Evidence, matches: bool, shape_ok: bool) -> tuple[str, str, str]:
+    """SIM judges structure only: it has no data path on a CPU host (docs/pypto.md §2), so never `pass`."""
+    if not shape_ok:
+        return STRUCTURAL_ERROR, "not_applicable", "the output's shape differs from the golden's"
+    if ev.graph_status == "fail":
+        return GRAPH_FAIL, "not_applicable", "the kernel's tensor graph, run on the CPU, does not match the golden"
+    if matches:
+        return SUSPECT_FAKE_PASS, "not_applicable", (
+            "the result matches the golden, but SIM writes no outputs on a CPU host: the kernel cannot have produced it")
+    if ev.graph_status == "pass" and not ev.output_written:
+        return SIM_GARBAGE_GRAPH_OK, "not_applicable", (
+            "SIM writes no outputs on a CPU host; graph verify matched the golden, so the SIM garbage is benign")
+    if ev.output_written:
+        return SIM_OUTPUT_UNWRITTEN, "not_applicable", (
+            "SIM compiled and ran the kernel; the output changed during the call, which SIM itself cannot do on a "
+            "CPU host, so its bytes are no evidence")
+    return SIM_OUTPUT_UNWRITTEN, "not_applicable", "SIM compiled and ran the kernel; SIM writes no outputs on a CPU host"
 
 
 def _decide_script(ev: Evidence) -> tuple[str, str, str]:
@@ -109,15 +141,16 @@ def _decide_script(ev: Evidence) -> tuple[str, str, str]:
             return NOT_RUN, "not_applicable", f"the script exited with code {ev.exit_code} before any kernel ran"
         return STRUCTURAL_ERROR, "not_applicable", f"the script failed (exit code {ev.exit_code})"
     if ev.kernel_launches == 0:
-        return NOT_RUN, "not_applicable", "exit code 0 but no jit kernel launched"
+        return NOT_RUN, "not_applicable", "exit code 0 but no jit kernel launched" + _uncorroborated(ev)
     if passed_precision and (ev.golden_fallback or not ev.output_written):
         return SUSPECT_FAKE_PASS, "not_applicable", (
             "the script's precision check passed but lint found a golden fallback" if ev.golden_fallback
             else "the script's precision check passed but no kernel wrote any output")
     if ev.mode == "sim":
-        if not ev.output_written:
-            return SIM_OUTPUT_UNWRITTEN, "not_applicable", "SIM ran the kernels; SIM writes no outputs on a CPU host"
-        return PASS, "not_applicable", "SIM ran the kernels"
+        if passed_precision:
+            return SUSPECT_FAKE_PASS, "not_applicable", (
+                "the script's precision check passed in SIM, which writes no outputs on a CPU host")
+        return SIM_OUTPUT_UNWRITTEN, "not_applicable", "SIM ran the kernels; SIM writes no outputs on a CPU host"
     if failed_precision:
         return PRECISION_FAIL, "fail", "the script's precision check failed"
     if passed_precision:

@@ -13,13 +13,20 @@ from pathlib import Path
 from typing import Any
 
 from runtime import events as events_mod
-from runtime import sandbox
+from runtime import evidence, sandbox
 
 POLL_S = 0.05
+# More is a flood from the kernel: the rest is read and dropped, and the case cannot be accepted.
+MAX_EVENT_BYTES = 16 * 1024 * 1024
+MAX_EVENTS = 20_000
 
 
-def supervise_job(request: dict[str, Any]) -> dict[str, Any]:
-    """In the job leader: isolate, fork the job process, enforce the wall clock, collect events."""
+def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict[str, Any]:
+    """In the job leader: isolate, fork the job process, enforce the wall clock, collect events.
+
+    `report_fd` is the leader's own pipe to the warm parent: the job process must not hold it, or
+    it could write the whole report itself.
+    """
     from runtime import child
 
     limits = sandbox.Limits(**request["limits"])
@@ -38,6 +45,7 @@ def supervise_job(request: dict[str, Any]) -> dict[str, Any]:
             os.chown(d, uid, uid)
     _load_calculator(request.get("graph_verify") or {})
     log_binds = {warm_logs: job_logs}
+    sink = evidence.open_sink(request)  # before isolating: the evidence dir may be hidden after
     iso = sandbox.isolate(job_dir, log_binds, limits)
     if uid is not None and not iso.mount_namespace:
         iso.notes.append("no mount namespace: the job keeps the warm parent's uid")
@@ -48,6 +56,10 @@ def supervise_job(request: dict[str, Any]) -> dict[str, Any]:
     pid = os.fork()
     if pid == 0:  # the job process
         os.close(ev_r)
+        if sink is not None:
+            sink.close()  # the job never holds a handle on the harness's evidence folder
+        if report_fd is not None:
+            os.close(report_fd)
         try:
             os.setpgid(0, 0)
             _redirect_output(request)
@@ -66,8 +78,18 @@ def supervise_job(request: dict[str, Any]) -> dict[str, Any]:
             os.killpg(pid, signal.SIGKILL)  # the job's leftovers, if any
         except OSError:
             pass
+    events = events_mod.parse(raw[:MAX_EVENT_BYTES], MAX_EVENTS)
+    flood = len(raw) > MAX_EVENT_BYTES or len(events) > MAX_EVENTS
+    events = events[:MAX_EVENTS]
+    found = evidence.collect(request, events, uid, pid, iso.mount_namespace, sink)
+    if flood:
+        found["events_truncated"] = (f"the job sent more than {MAX_EVENT_BYTES // 2**20} MiB or {MAX_EVENTS} events; "
+                                     "the rest was dropped")
+    if sink is not None:
+        sink.close()
     return {
-        "events": events_mod.parse(raw),
+        "events": events,
+        "evidence": found,
         "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
         "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
         "timed_out": timed_out,
@@ -107,7 +129,10 @@ def _redirect_output(request: dict[str, Any]) -> None:
 
 
 def _watch(pid: int, ev_r: int, deadline: float) -> tuple[bytes, int, Any, bool]:
-    """Read events until the job exits or the deadline passes (then kill it)."""
+    """Read events until the job exits or the deadline passes (then kill it).
+
+    Keeps at most MAX_EVENT_BYTES (+1 to tell a flood): the job controls how much it sends.
+    """
     chunks: list[bytes] = []
     timed_out = False
     status, rusage = 0, None
@@ -134,6 +159,7 @@ def _try_wait(pid: int) -> tuple[bool, int, Any]:
 
 
 def _drain(fd: int, chunks: list[bytes]) -> None:
+    kept = sum(len(c) for c in chunks)
     while True:
         try:
             chunk = os.read(fd, 1 << 16)
@@ -141,4 +167,6 @@ def _drain(fd: int, chunks: list[bytes]) -> None:
             return
         if not chunk:
             return
-        chunks.append(chunk)
+        if kept <= MAX_EVENT_BYTES:
+            chunks.append(chunk[:MAX_EVENT_BYTES + 1 - kept])
+            kept += len(chunks[-1])

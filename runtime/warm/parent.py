@@ -90,7 +90,7 @@ def serve(fd: int, mode: str, scratch: str) -> None:
                 if request.get("op") == "quit":
                     accepting = False
                     continue
-                job = _start_leader(request, sock)
+                job = _start_leader(request, sock, list(running))
                 running[job.fd] = job
         for fd_ in [f for f in ready if isinstance(f, int)]:
             job = running[fd_]
@@ -109,15 +109,17 @@ def serve(fd: int, mode: str, scratch: str) -> None:
                 send({**report, "id": job.request_id})
 
 
-def _start_leader(request: dict[str, Any], sock: socket.socket) -> _Running:
+def _start_leader(request: dict[str, Any], sock: socket.socket, others: list[int]) -> _Running:
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the job leader
         sandbox.die_with_parent()
         os.close(r)
         sock.close()
+        for fd in others:  # other jobs' report pipes: never within this job's reach
+            os.close(fd)
         try:
-            report = supervise_job(request)
+            report = supervise_job(request, report_fd=w)
         except BaseException as exc:  # noqa: BLE001
             report = {"leader_error": f"{type(exc).__name__}: {exc}"}
         data = json.dumps(report).encode()

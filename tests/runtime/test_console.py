@@ -60,3 +60,13 @@ def test_summary_says_what_happened() -> None:
     line = summary_line(_report())
     assert line.startswith("1 of 3 case(s) acceptable for SIM")
     assert "1 graph_fail" in line and "1 suspect_fake_pass" in line
+
+
+def test_a_suspect_case_says_why() -> None:
+    report = _report()
+    report.cases[2].verdict_reason = ("the job's own report contradicts what the harness checked outside it: "
+                                      "the job changed the harness's code in its process: runtime.metrics.compare")
+    console = Console(width=80, record=True, force_terminal=False)
+    print_report(report, console)
+    text = console.export_text()
+    assert "runtime.metrics.compare" in text and max(len(line) for line in text.splitlines()) <= 80

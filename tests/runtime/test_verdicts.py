@@ -49,6 +49,19 @@ CASES = [
     ("script npu marker fail", ev(is_script=True, mode="npu", exit_code=0, markers={"precision_fail": 1},
                                   output_written=True), v.PRECISION_FAIL),
     ("script npu no evidence", ev(is_script=True, mode="npu", exit_code=0, output_written=True), v.NOT_RUN),
+    # SIM is never `pass`: it has no data path on a CPU host
+    ("sim written and matching", ev(metrics=CLOSE, within_tolerance=True, output_written=True), v.SUSPECT_FAKE_PASS),
+    ("sim written garbage", ev(output_written=True), v.SIM_OUTPUT_UNWRITTEN),
+    ("script sim precision passed", ev(is_script=True, exit_code=0, asserts_passed=1, metrics=CLOSE,
+                                       output_written=True), v.SUSPECT_FAKE_PASS),
+    # the harness's own checks
+    ("contradiction", ev(contradictions=["the job sent its 'result' event 2 times"]), v.SUSPECT_FAKE_PASS),
+    ("contradiction beats npu pass", ev(mode="npu", metrics=CLOSE, within_tolerance=True, output_written=True,
+                                        contradictions=["edited"]), v.SUSPECT_FAKE_PASS),
+    ("contradiction in a script", ev(is_script=True, exit_code=0, contradictions=["edited"]), v.SUSPECT_FAKE_PASS),
+    ("launch events pypto never saw", ev(kernel_launches=0, launches_reported=2), v.NOT_RUN),
+    ("changed after the launch", ev(mode="npu", metrics=CLOSE, within_tolerance=True, output_written=False,
+                                    changed_after_launch=True), v.SUSPECT_FAKE_PASS),
 ]
 
 
@@ -60,11 +73,16 @@ def test_decide(name, evidence, expected):
     if verdict == v.PASS and evidence.mode == "npu":
         assert precision == "pass"
     if evidence.mode == "sim":
-        assert precision != "pass"  # SIM and graph verify never claim hardware precision
+        assert verdict != v.PASS and precision != "pass"  # SIM and graph verify never claim precision
+    if evidence.contradictions:
+        assert evidence.contradictions[0] in reason
+    if name == "launch events pypto never saw":
+        assert "reported 2 launch(es)" in reason
 
 
 def test_acceptable_per_mode():
     assert v.acceptable(v.SIM_OUTPUT_UNWRITTEN, "sim") and v.acceptable(v.SIM_GARBAGE_GRAPH_OK, "sim")
+    assert not v.acceptable(v.PASS, "sim")
     assert not v.acceptable(v.SIM_OUTPUT_UNWRITTEN, "npu") and not v.acceptable(v.GRAPH_FAIL, "sim")
     assert v.acceptable(v.PASS, "npu")
 

@@ -103,12 +103,12 @@ def test_unreachable_api_raises_before_anything_runs(unused_port: int) -> None:
 def test_pack_artifacts_round_trip(tmp_path: Path) -> None:
     from runtime.report import CaseResult, Environment, Report, Submission
 
-    job_dir = tmp_path / "job"
-    job_dir.mkdir()
-    (job_dir / "stdout.txt").write_text("hello")
+    evidence = tmp_path / "evidence"  # what the job's leader copied out of its job dir
+    evidence.mkdir()
+    (evidence / "stdout.txt").write_text("hello")
     report = Report(submission=Submission("package", "op", "0" * 64), mode="sim",
                     environment=Environment("p", "t", "3.11", "h", None),
-                    cases=[CaseResult(operator="op", case="c1", job_dir=str(job_dir))])
+                    cases=[CaseResult(operator="op", case="c1", evidence_dir=str(evidence))])
     data = jobs.pack_artifacts(report, tmp_path / "out")
     assert data is not None
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:

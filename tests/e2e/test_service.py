@@ -57,10 +57,10 @@ def test_correct_and_broken_kernels(stack: Stack) -> None:
 
 
 def test_cancel_a_queued_job(stack: Stack) -> None:
-    # No worker consumes the npu queue on this host, so the job waits there until cancelled.
+    # No NPU worker is online on this host, so the job waits as awaiting_npu until cancelled.
     job = stack.submit("relu", modes=("npu",))[0]
     queued = stack.get(f"/jobs/{job['id']}")
-    assert queued["status"] == "queued" and queued["queue_position"] == 1
+    assert queued["status"] == "awaiting_npu" and queued["queue_position"] == 1
     assert stack.post(f"/jobs/{job['id']}/cancel")["status"] == "cancelled"
     assert stack.get(f"/jobs/{job['id']}")["status"] == "cancelled"
 

@@ -304,7 +304,7 @@ class _CaseRunner:
         assert self.warm is not None
         if self.sandbox_info is None:
             self.sandbox_info = report.get("isolation")
-        case = build(ctx, report, self.warm.log_dir)
+        case = build(ctx, report)
         case.stages = [*self.shared_stages, *case.stages]
         if self.test_double:
             label_test_double(case)

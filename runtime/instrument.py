@@ -59,11 +59,6 @@ class Recorder:
 _recorder: Recorder | None = None
 
 
-def recorder() -> Recorder:
-    assert _recorder is not None, "instrumentation not installed"
-    return _recorder
-
-
 def _snapshot(t: torch.Tensor) -> torch.Tensor | None:
     if t.is_meta:  # no data to copy; pypto rejects it itself
         return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 import signal
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any
 
 from runtime import corroborate, verdicts
@@ -162,11 +162,8 @@ def _launch(e: dict[str, Any]) -> Launch:
                   error=str(e.get("error", ""))[:2000])
 
 
-def build(ctx: JobContext, report: dict[str, Any], warm_log_dir: Path | None = None) -> CaseResult:
-    """One case's result. Job files are never opened here: the leader already copied and checked them.
-
-    `warm_log_dir` is kept for callers; the leader reads the warm parent's logs itself.
-    """
+def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
+    """One case's result. Job files are never opened here: the leader already copied and checked them."""
     events: list[dict[str, Any]] = [e for e in report.get("events", []) if isinstance(e, dict)]
     found: dict[str, Any] = report.get("evidence") or {}
     stages, failed, last_stage = _stages(events)

@@ -325,7 +325,7 @@ class _CaseRunner:
         if any(isinstance(e, dict) and e.get("event") == "torch_npu" and e.get("standin") is True
                for e in report.get("events", [])):
             self.standin_used = True
-        case = build(ctx, report, self.warm.log_dir)
+        case = build(ctx, report)
         case.stages = [*self.shared_stages, *case.stages]
         if self.test_double:
             label_test_double(case)

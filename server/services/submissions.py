@@ -7,7 +7,6 @@ import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -147,10 +146,3 @@ def _get_or_create_operator(session: Session, name: str) -> Operator:
         session.add(operator)
         session.flush()
     return operator
-
-
-def as_dict(sub: Submission) -> dict[str, Any]:
-    return {"id": sub.id, "operator": sub.operator, "kind": sub.kind, "filename": sub.filename,
-            "bundle_sha256": sub.bundle_sha256, "modes": sub.modes, "case_filter": sub.case_filter,
-            "labels": sub.labels, "suite_run_id": sub.suite_run_id, "created_by": sub.created_by,
-            "created_at": sub.created_at}

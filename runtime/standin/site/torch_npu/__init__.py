@@ -126,11 +126,16 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'torch_npu' (PTO Crosscheck's SIM stand-in) has no attribute {name!r}")
 
 
+def _tensor_npu(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+    """`tensor.npu(device=None, non_blocking=False)`: a CPU copy, whatever the card."""
+    return self.to("cpu", copy=True)
+
+
 def _install() -> types.ModuleType:
     if not hasattr(torch, NPU):
         torch.utils.rename_privateuse1_backend(NPU)
         torch._register_device_module(NPU, _namespace())
-    torch.Tensor.npu = lambda self, device=None, non_blocking=False, **kw: self.to("cpu", copy=True)  # type: ignore
+    torch.Tensor.npu = _tensor_npu  # type: ignore[attr-defined]
     _NpuOnCpu().__enter__()  # for the rest of the job process
     return torch.npu  # type: ignore[attr-defined,no-any-return]
 

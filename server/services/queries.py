@@ -89,26 +89,6 @@ def operator_cases(session: Session, operator_id: int) -> list[dict[str, Any]]:
              "sim": results.get(s.sim_result_id), "npu": results.get(s.npu_result_id)} for s in states]
 
 
-def operator_history(session: Session, operator_id: int, mode: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
-    """Per job (oldest first): worst diff magnitudes, graph diff, tolerance and cost."""
-    limit = max(1, min(limit, 2000))
-    stmt = (select(CaseResult.job_id, CaseResult.mode, func.min(CaseResult.created_at),
-                   func.max(CaseResult.max_abs_diff), func.max(CaseResult.graph_max_abs_diff),
-                   func.max(CaseResult.atol), func.max(CaseResult.rtol), func.max(CaseResult.aicore_time_us),
-                   func.avg(CaseResult.utilization), func.count())
-            .where(CaseResult.operator_id == operator_id))
-    if mode:
-        stmt = stmt.where(CaseResult.mode == mode)
-    stmt = stmt.group_by(CaseResult.job_id, CaseResult.mode).order_by(CaseResult.job_id.desc()).limit(limit)
-    points = []
-    for job_id, m, created, diff, gdiff, atol, rtol, us, util, n in session.execute(stmt):
-        points.append({"job_id": job_id, "mode": m, "created_at": created, "max_abs_diff": diff,
-                       "graph_max_abs_diff": gdiff, "atol": atol, "rtol": rtol, "aicore_time_us": us,
-                       "utilization": util, "cases": n})
-    points.reverse()
-    return points
-
-
 @dataclass
 class CaseFilter:
     verdict: list[str] = field(default_factory=list)

@@ -32,7 +32,6 @@ COMBINED = (KERNEL_DEFECT, SUSPECT_FAKE_PASS, STRUCTURAL_ERROR, NPU_ONLY_FAIL, S
 # Worst first: an operator's verdict is its worst case's.
 SEVERITY = {name: i for i, name in enumerate(COMBINED)}
 FLAGGED = (SIM_GARBAGE_NPU_OK, SIM_GARBAGE_GRAPH_OK)
-DEFECTS = (KERNEL_DEFECT, SUSPECT_FAKE_PASS, STRUCTURAL_ERROR, NPU_ONLY_FAIL)
 
 # Per-mode verdicts (runtime.verdicts), grouped.
 _SIM_BROKEN = {"structural_error", "crash", "timeout", "not_run"}

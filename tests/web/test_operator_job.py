@@ -137,3 +137,17 @@ def parse_ok(response: Any) -> Any:
 
     assert response.status_code == 200
     return parse(response.text)
+
+
+def test_history_range_a_year_draws_the_same_runs_and_says_which_range(client: TestClient) -> None:
+    page = get(client, "/operators/scale_add?range=1y")
+    chart = page.find("svg", id="history-chart")
+    series = {g.attrs["data-series"]: g for g in chart.find_all("g", cls="series")}
+    assert len(series["SIM raw"].find_all("circle")) == 3 and len(series["NPU"].find_all("circle")) == 2
+    current = [a for a in page.find("nav", cls="ranges").find_all("a") if a.attrs.get("aria-current")]
+    assert [a.text() for a in current] == ["a year"]
+
+
+def test_unknown_history_range_is_refused(client: TestClient) -> None:
+    page = get(client, "/operators/scale_add?range=forever", status=422)
+    assert "range" in page.text()

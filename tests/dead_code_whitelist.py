@@ -19,6 +19,7 @@ _.bus_id, _.power_w, _.temp_c, _.aicore_pct, _.memory_mb, _.hbm_mb  # runtime/np
 _.mismatch_ratio, _.inf_count, _.output_abs_max, _.golden_abs_max, _.shape_match, _.dtype_match  # case_results
 _.last_status_code, _.last_error, _.delivered_at  # webhook deliveries
 _.size_bytes, _.webhook_configured, _.latest_run, _.not_reused, _.release  # API response fields
+_.first_job_id, _.graph_max_abs_diff_min, _.utilization_min  # server/schemas/operator.py (history)
 
 # Read by Jinja templates (web/templates/).
 _.y_label, _.x_ticks, _.span_us  # _charts.html

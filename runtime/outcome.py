@@ -194,7 +194,8 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
     script = _script_evidence(events, stdout) if ctx.is_script else None
     if script and script["asserts"] and metrics is None:
         metrics = _worst_assert(script["asserts"])
-    graph = _graph_verify(events, result_ev, ctx, checked)
+    graph = _script_graph(events, script, structural) if script is not None else \
+        _graph_verify(events, result_ev, ctx, checked)
     if ctx.is_script:
         output_written = any(any(l.output_written) for l in launches) if launches else None
     elif graph and graph.get("status") in ("pass", "fail"):
@@ -277,6 +278,35 @@ def _graph_verify(events: list[dict[str, Any]], result_ev: dict[str, Any] | None
         gv["passes"] = {k: v for k, v in passes.items() if k != "event"}
         if checked.pypto_passes is not None and gv["passes"].get("status") in ("pass", "fail", "no_compare"):
             gv["passes"].update(checked.pypto_passes, status=checked.pypto_passes["result"])
+    return gv
+
+
+def _script_graph(events: list[dict[str, Any]], script: dict[str, Any], structural: str) -> dict[str, Any] | None:
+    """Graph verify of a script or test module: its own asserts judged the graph's result (docs/realops.md §4).
+
+    pass: every assert on a graph-written output passed; fail: one failed; no_compare: no assert
+    looked at a kernel's output. Each judged assert keeps the metrics of the SIM garbage it replaced.
+    """
+    setup = next((e for e in events if e.get("event") == "graph_verify_setup"), None)
+    if setup is None:
+        return None
+    if not setup.get("available"):
+        return {"status": "unavailable", "reason": str(setup.get("reason", "")), "metrics": None}
+    judged = [a for a in script["asserts"] if isinstance(a.get("graph"), dict) and a["graph"].get("on_graph_result")]
+    if not judged and structural == "error":
+        return {"status": "unavailable", "reason": "the script did not run to completion", "metrics": None,
+                "active": True}
+    failed = [a for a in judged if not assert_passed(a.get("metrics") or {})]
+    status = "fail" if failed else ("pass" if judged else "no_compare")
+    worst = _worst_assert(failed or judged)
+    gv: dict[str, Any] = {"status": status, "metrics": worst, "asserts_judged": len(judged),
+                          "asserts_failed": len(failed),
+                          "asserts": [{"index": a.get("index"), "api": a.get("api"),
+                                       "passed": assert_passed(a.get("metrics") or {}),
+                                       "kernel": a["graph"].get("kernel"),
+                                       "sim_garbage": a["graph"].get("sim_garbage")} for a in judged[:50]]}
+    if status == "no_compare":
+        gv["reason"] = "no assert of the script compared a kernel's output"
     return gv
 
 

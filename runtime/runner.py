@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import tempfile
 import time
@@ -26,6 +27,7 @@ LIST_TIMEOUT_S = 60.0
 LIST_OUTPUT_BYTES = 1024 * 1024  # the tail of a `--list` run's stdout searched for case ids
 SCRIPT_CASE_ID = re.compile(r"^\s*(?:ID:\s*)(\S+)\s*$", re.MULTILINE)
 MAIN_CASE = "main"
+STANDIN_NOTE = "stand-in: PTO Crosscheck's CPU torch_npu for SIM (docs/realops.md §2)"
 
 
 @dataclass
@@ -87,6 +89,8 @@ def run_submission(path: Path, options: RunOptions, warm: WarmParent | None = No
             runner.warm = warm
             report.cases, report.cancelled = runner.run_all(runner.case_list(), on_case)
             report.environment.sandbox = runner.sandbox_info or {}
+            if runner.standin_used:
+                report.environment.torch_npu = STANDIN_NOTE
     finally:
         if own_warm and warm is not None:
             warm.close()
@@ -134,6 +138,7 @@ class _CaseRunner:
         self.golden_fallback = any(f.rule == GOLDEN_FALLBACK for f in findings)
         self.warm: WarmParent | None = None
         self.sandbox_info: dict[str, Any] | None = None
+        self.standin_used = False  # a SIM case imported the torch_npu stand-in (runtime.standin)
         self.test_double = False  # NPU runs on our tests' torch_npu double: no precision evidence
         self._count = 0
 
@@ -163,6 +168,7 @@ class _CaseRunner:
         """Ask the script for its case ids (`--list`, the hicann/pypto examples convention)."""
         request, dirs = self._request(f"list-{self.sub.name}", LIST_TIMEOUT_S)
         request.update(kind="script", script=self.sub.script, script_args=["--list", "--run_mode", self.options.mode])
+        _script_dir_writable(request, dirs, self.sub.script)
         assert self.warm is not None
         result = self.warm.run_job(request)
         launched = any(e.get("event") == "launch_start" for e in result.get("events", []))
@@ -170,7 +176,18 @@ class _CaseRunner:
             return []  # the script ignored --list; run it whole
         folder = (result.get("evidence") or {}).get("dir")
         text = JobFiles(folder).text_tail("stdout.txt", LIST_OUTPUT_BYTES) if folder else ""
-        return list(dict.fromkeys(SCRIPT_CASE_ID.findall(text)))
+        ids = SCRIPT_CASE_ID.findall(text) or [i for i in self._beside_case_ids() if _listed(i, text)]
+        return list(dict.fromkeys(ids))
+
+    def _beside_case_ids(self) -> list[str]:
+        """Case ids of a test_cases.json beside the script: gym scripts list them in their own format."""
+        assert self.sub.script is not None
+        path = self.sub.root / Path(self.sub.script).parent / "test_cases.json"
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            return [str(c["id"]) for c in raw["test_cases"] if isinstance(c, dict) and "id" in c]
+        except (OSError, ValueError, KeyError, TypeError):
+            return []
 
     def _request(self, label: str, timeout_s: float) -> tuple[dict[str, Any], JobDirs]:
         self._count += 1
@@ -291,6 +308,7 @@ class _CaseRunner:
         request, dirs = self._request(f"{self.sub.name}-{case_id}", self.options.timeout_s)
         args = [] if case_id == MAIN_CASE else [case_id]
         request.update(kind="script", script=self.sub.script, script_args=[*args, "--run_mode", self.options.mode])
+        _script_dir_writable(request, dirs, self.sub.script)
         ctx = JobContext(operator=self.sub.name, case=case_id, mode=self.options.mode, dirs=dirs,
                          is_script=True, golden_fallback=self.golden_fallback,
                          memory_bytes=self.options.memory_bytes, timeout_s=self.options.timeout_s)
@@ -304,11 +322,24 @@ class _CaseRunner:
         assert self.warm is not None
         if self.sandbox_info is None:
             self.sandbox_info = report.get("isolation")
+        if any(isinstance(e, dict) and e.get("event") == "torch_npu" and e.get("standin") is True
+               for e in report.get("events", [])):
+            self.standin_used = True
         case = build(ctx, report)
         case.stages = [*self.shared_stages, *case.stages]
         if self.test_double:
             label_test_double(case)
         return case
+
+
+def _listed(case_id: str, text: str) -> bool:
+    """The id appears in the `--list` output as a word of its own."""
+    return re.search(rf"(?<![\w.:-]){re.escape(case_id)}(?![\w.:-])", text) is not None
+
+
+def _script_dir_writable(request: dict[str, Any], dirs: JobDirs, script: str | None) -> None:
+    """The job runs a script from its own folder (docs/realops.md §3); let it write there like in a checkout."""
+    request["writable_dirs"].append(str(dirs.src / Path(script or ".").parent))
 
 
 def label_test_double(case: CaseResult) -> None:

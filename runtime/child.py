@@ -19,7 +19,7 @@ from typing import Any, Iterator, NoReturn
 
 import torch
 
-from runtime import costmodel, dumps, graph_verify, instrument, integrity, metrics, standin, timing
+from runtime import costmodel, dumps, graph_verify, instrument, integrity, metrics, standin, testmodule, timing
 from runtime import device as device_mod
 from runtime.events import Events
 from runtime.jobfiles import JobFiles
@@ -50,7 +50,7 @@ def main(req: dict[str, Any], events_fd: int) -> NoReturn:
     try:
         _prepare_process(req)
         if req["mode"] == "sim":
-            standin.offer()  # before the seal: only sys.path changes until the submission imports it
+            req["standin_offered"] = standin.offer()  # before the seal: only sys.path changes until imported
         rec = instrument.install(req["mode"], events)
         # NPU: torch_npu and set_device, a stage of its own: a failure here is the card's or the host's.
         with stage(rec, "device", req.get("src_dir", "")) if req["mode"] == "npu" else nullcontext():
@@ -386,7 +386,10 @@ def _run_script(req: dict[str, Any], rec: instrument.Recorder) -> int:
     start = time.perf_counter()
     error = None
     try:
-        runpy.run_path(script, run_name="__main__")
+        if req["kind"] == "module":
+            testmodule.call(Path(script), req["function"], req["mode"], _device_argument(req))
+        else:
+            runpy.run_path(script, run_name="__main__")
     except SystemExit as exc:
         code = _exit_code(exc.code)
         if isinstance(exc.code, str):
@@ -402,6 +405,13 @@ def _run_script(req: dict[str, Any], rec: instrument.Recorder) -> int:
                     error=error)
     rec.events.emit("script_result", exit_code=code, launches=len(rec.launches), asserts=len(rec.asserts))
     return code
+
+
+def _device_argument(req: dict[str, Any]) -> str:
+    """The `device` a test function gets: the card on the NPU; in SIM `npu:0` under the stand-in, else the CPU."""
+    if req["mode"] == "npu":
+        return device_mod.current().name
+    return "npu:0" if req.get("standin_offered") else "cpu"
 
 
 def _exit_code(value: Any) -> int:

@@ -103,10 +103,10 @@ def _structural(report: dict[str, Any], failed: dict[str, Any] | None, mode: str
         return "oom"
     if died:
         return "crash"
+    if failed and (failed["stage"] in ("golden", "device") or failed.get("type") == "CannotCall"):
+        return "not_run"  # CannotCall: a test function needs an argument we do not supply (runtime.testmodule)
     if failed and failed["stage"] in (mode, "compare"):
         return "error"
-    if failed and failed["stage"] in ("golden", "device"):
-        return "not_run"
     return "ok"
 
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from runtime import cli_help, exit_codes
+from runtime.modes import MODES
 from runtime.errors import HostError, SubmissionError
 
 EXIT_CODES_HELP = ("exit codes: 0 acceptable, 1 kernel defect, 2 unusable input, "
@@ -29,7 +30,7 @@ def default_cache_dir() -> Path:
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = EXIT_CODES_HELP
     p.add_argument("path", type=Path, help="operator package (folder, .zip, .tar.gz) or a .py script")
-    p.add_argument("--mode", choices=["sim", "npu"], default="sim", help="where the kernel runs")
+    p.add_argument("--mode", choices=list(MODES), default="sim", help="where the kernel runs")
     p.add_argument("--case", action="append", default=[], metavar="ID", help="run only this case (repeatable)")
     p.add_argument("--case-timeout", type=float, default=300.0, metavar="S", help="wall-clock limit per case")
     p.add_argument("--memory", type=float, default=8.0, metavar="GIB", help="address-space limit per case")

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from runtime import archive, exit_codes
+from runtime.modes import MODES
 from server.commands import local
 
 DEFAULT_SERVER = "http://127.0.0.1:8000"
@@ -54,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help=f"server URL (default: $CROSSCHECK_SERVER or {DEFAULT_SERVER})")
     p.add_argument("--token", default=None, metavar="TOKEN",
                    help="API token (default: $CROSSCHECK_TOKEN, else the admin token in $DATA_DIR/tokens.json)")
-    p.add_argument("--mode", action="append", choices=["sim", "npu"], default=[],
+    p.add_argument("--mode", action="append", choices=list(MODES), default=[],
                    help="where the kernel runs (repeatable; default: sim)")
     p.add_argument("--case", action="append", default=[], metavar="ID", help="run only this case (repeatable)")
     p.add_argument("--operator", default=None, metavar="NAME", help="operator name (default: the package's op_name)")

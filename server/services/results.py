@@ -176,7 +176,7 @@ def refresh_operator(session: Session, operator_id: int) -> None:
     operator.updated_at = utcnow()
 
 
-_MODE_ORDER = ("suspect_fake_pass", "crash", "timeout", "structural_error", "graph_fail", "precision_fail",
+_MODE_ORDER = ("suspect_fake_pass", "crash", "timeout", "resource_limit", "structural_error", "graph_fail", "precision_fail",
                "not_run", "sim_output_unwritten", "sim_garbage_graph_ok", "pass")
 
 

@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from runtime import corroborate, verdicts
+from runtime import corroborate, skew, verdicts
 from runtime.diagnose import diagnose
 from runtime.jobenv import JobDirs
 from runtime.jobfiles import JobFiles
-from runtime.report import CaseResult, CostModel, Diagnosis, ErrorInfo, Launch, Stage
+from runtime.pypto_api import installed_version
+from runtime.report import CaseResult, CostModel, Diagnosis, ErrorInfo, Launch, LintFinding, Stage
 from runtime.tolerance import assert_passed, within_tolerance
 
 TAIL_CHARS = 8000
@@ -41,6 +42,7 @@ class JobContext:
     max_mismatch_ratio: float = 0.005
     memory_bytes: int = 0
     timeout_s: float = 0.0
+    skew_findings: list[LintFinding] | None = None  # the lint's version-skew findings (runtime.lint.api)
 
 
 def _read_logs(found: dict[str, Any]) -> tuple[str, str, str]:
@@ -198,6 +200,10 @@ def build(ctx: JobContext, report: dict[str, Any], warm_log_dir: Path | None = N
     if script and script["asserts"] and metrics is None:
         metrics = _worst_assert(script["asserts"])
     graph = _graph_verify(events, result_ev, ctx, checked)
+    pypto_version = installed_version() or "not installed"
+    skewed = None
+    if structural == "error" or (ctx.is_script and exit_info):
+        skewed = skew.detect(error, stderr + "\n" + stdout, ctx.skew_findings or [], pypto_version)
     if ctx.is_script:
         output_written = any(any(l.output_written) for l in launches) if launches else None
     elif graph and graph.get("status") in ("pass", "fail"):
@@ -218,6 +224,7 @@ def build(ctx: JobContext, report: dict[str, Any], warm_log_dir: Path | None = N
         graph_status=graph.get("status") if graph else None,
         device_failed=bool(failed and failed["stage"] == "device"),
         contradictions=checked.contradictions, changed_after_launch=checked.changed_after_launch,
+        version_skew=skewed.describe() if skewed else None,
     )
     verdict, precision, reason = verdicts.decide(ev)
     fail_stage = failed["stage"] if failed else (last_stage or ctx.mode)
@@ -225,7 +232,8 @@ def build(ctx: JobContext, report: dict[str, Any], warm_log_dir: Path | None = N
     if verdict not in ("pass", "sim_output_unwritten") or error is not None:
         diagnoses = diagnose(stage=fail_stage, mode=ctx.mode,
                              exception=f"{error.type}: {error.message}" if error else "",
-                             stdout=stdout, stderr=stderr, plog=plog, exit_info=exit_info)
+                             stdout=stdout, stderr=stderr, plog=plog, exit_info=exit_info,
+                             pypto_version=pypto_version)
         if error and error.file:
             for d in diagnoses:
                 if not d.file:
@@ -240,6 +248,7 @@ def build(ctx: JobContext, report: dict[str, Any], warm_log_dir: Path | None = N
         launches=launches, script=script, graph_verify=graph, timing=_timing(events),
         logs={"stdout": stdout[-TAIL_CHARS:], "stderr": stderr[-TAIL_CHARS:], "plog": plog[-TAIL_CHARS:]},
         job_dir=str(ctx.dirs.root), evidence_dir=str(found.get("dir") or ""), evidence=checked.summary(),
+        version_skew=skewed.to_dict() if skewed and verdict == verdicts.VERSION_SKEW else None,
     )
 
 

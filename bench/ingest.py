@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 from sqlalchemy import create_engine, text
 
 BENCH = Path(__file__).resolve().parent

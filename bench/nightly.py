@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import httpx
+import httpx2 as httpx
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"

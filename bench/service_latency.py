@@ -22,7 +22,7 @@ import time
 import uuid
 from pathlib import Path
 
-import httpx
+import httpx2 as httpx
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))

@@ -19,7 +19,7 @@ from typing import Any, Iterator, NoReturn
 
 import torch
 
-from runtime import costmodel, dumps, graph_verify, instrument, integrity, metrics, timing
+from runtime import costmodel, dumps, graph_verify, instrument, integrity, metrics, standin, testmodule, timing
 from runtime import device as device_mod
 from runtime.events import Events
 from runtime.jobfiles import JobFiles
@@ -30,6 +30,8 @@ TORCH_DTYPES = {
     "uint8": torch.uint8, "bool": torch.bool,
 }
 MAX_MESSAGE_CHARS = 8000
+# pypto's own CSV compare for scripts has no golden to use; the script's asserts carry the tolerance.
+SCRIPT_GRAPH_TOLERANCE = (1e-3, 1e-3)
 # C++ backtrace frames pypto appends to messages: "libX.so(symbol+0x1e) [0x7f...]".
 NATIVE_FRAME = re.compile(r"^\s*\S+\.so(\.\d+)*\(.*\)\s*\[0x[0-9a-f]+\]\s*$", re.MULTILINE)
 
@@ -47,6 +49,8 @@ def main(req: dict[str, Any], events_fd: int) -> NoReturn:
     code = 0
     try:
         _prepare_process(req)
+        if req["mode"] == "sim":
+            req["standin_offered"] = standin.offer()  # before the seal: only sys.path changes until imported
         rec = instrument.install(req["mode"], events)
         # NPU: torch_npu and set_device, a stage of its own: a failure here is the card's or the host's.
         with stage(rec, "device", req.get("src_dir", "")) if req["mode"] == "npu" else nullcontext():
@@ -62,6 +66,8 @@ def main(req: dict[str, Any], events_fd: int) -> NoReturn:
         code = 70
     finally:
         try:
+            if standin.used():
+                events.emit("torch_npu", standin=True)
             events.emit("integrity", **integrity.check())
         except BaseException:  # noqa: BLE001 - the leader counts a missing report against the job
             pass
@@ -371,12 +377,19 @@ def _run_script(req: dict[str, Any], rec: instrument.Recorder) -> int:
     script = str(Path(req["src_dir"]) / req["script"])
     sys.argv = [script, *req.get("script_args", [])]
     sys.path.insert(0, str(Path(script).parent))
+    os.chdir(Path(script).parent)  # scripts read test_cases.json relative to where they are run from
     code: int = 0
+    graph = _install_graph_verify(req, rec, {}, SCRIPT_GRAPH_TOLERANCE)
+    rec.graph_on = graph is not None
+    rec.goldens = []  # no golden of ours: the script's own asserts judge the graph's result
     rec.events.emit("stage", name=req["mode"], status="start")
     start = time.perf_counter()
     error = None
     try:
-        runpy.run_path(script, run_name="__main__")
+        if req["kind"] == "module":
+            testmodule.call(Path(script), req["function"], req["mode"], _device_argument(req))
+        else:
+            runpy.run_path(script, run_name="__main__")
     except SystemExit as exc:
         code = _exit_code(exc.code)
         if isinstance(exc.code, str):
@@ -392,6 +405,13 @@ def _run_script(req: dict[str, Any], rec: instrument.Recorder) -> int:
                     error=error)
     rec.events.emit("script_result", exit_code=code, launches=len(rec.launches), asserts=len(rec.asserts))
     return code
+
+
+def _device_argument(req: dict[str, Any]) -> str:
+    """The `device` a test function gets: the card on the NPU; in SIM `npu:0` under the stand-in, else the CPU."""
+    if req["mode"] == "npu":
+        return device_mod.current().name
+    return "npu:0" if req.get("standin_offered") else "cpu"
 
 
 def _exit_code(value: Any) -> int:

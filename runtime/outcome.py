@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 import signal
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any
 
 from runtime import corroborate, skew, verdicts
@@ -105,10 +105,10 @@ def _structural(report: dict[str, Any], failed: dict[str, Any] | None, mode: str
         return "oom"
     if died:
         return "crash"
+    if failed and (failed["stage"] in ("golden", "device") or failed.get("type") == "CannotCall"):
+        return "not_run"  # CannotCall: a test function needs an argument we do not supply (runtime.testmodule)
     if failed and failed["stage"] in (mode, "compare"):
         return "error"
-    if failed and failed["stage"] in ("golden", "device"):
-        return "not_run"
     return "ok"
 
 
@@ -164,11 +164,8 @@ def _launch(e: dict[str, Any]) -> Launch:
                   error=str(e.get("error", ""))[:2000])
 
 
-def build(ctx: JobContext, report: dict[str, Any], warm_log_dir: Path | None = None) -> CaseResult:
-    """One case's result. Job files are never opened here: the leader already copied and checked them.
-
-    `warm_log_dir` is kept for callers; the leader reads the warm parent's logs itself.
-    """
+def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
+    """One case's result. Job files are never opened here: the leader already copied and checked them."""
     events: list[dict[str, Any]] = [e for e in report.get("events", []) if isinstance(e, dict)]
     found: dict[str, Any] = report.get("evidence") or {}
     stages, failed, last_stage = _stages(events)
@@ -199,7 +196,8 @@ def build(ctx: JobContext, report: dict[str, Any], warm_log_dir: Path | None = N
     script = _script_evidence(events, stdout) if ctx.is_script else None
     if script and script["asserts"] and metrics is None:
         metrics = _worst_assert(script["asserts"])
-    graph = _graph_verify(events, result_ev, ctx, checked)
+    graph = _script_graph(events, script, structural) if script is not None else \
+        _graph_verify(events, result_ev, ctx, checked)
     pypto_version = installed_version() or "not installed"
     skewed = None
     if structural == "error" or (ctx.is_script and exit_info):
@@ -289,6 +287,35 @@ def _graph_verify(events: list[dict[str, Any]], result_ev: dict[str, Any] | None
         gv["passes"] = {k: v for k, v in passes.items() if k != "event"}
         if checked.pypto_passes is not None and gv["passes"].get("status") in ("pass", "fail", "no_compare"):
             gv["passes"].update(checked.pypto_passes, status=checked.pypto_passes["result"])
+    return gv
+
+
+def _script_graph(events: list[dict[str, Any]], script: dict[str, Any], structural: str) -> dict[str, Any] | None:
+    """Graph verify of a script or test module: its own asserts judged the graph's result (docs/realops.md §4).
+
+    pass: every assert on a graph-written output passed; fail: one failed; no_compare: no assert
+    looked at a kernel's output. Each judged assert keeps the metrics of the SIM garbage it replaced.
+    """
+    setup = next((e for e in events if e.get("event") == "graph_verify_setup"), None)
+    if setup is None:
+        return None
+    if not setup.get("available"):
+        return {"status": "unavailable", "reason": str(setup.get("reason", "")), "metrics": None}
+    judged = [a for a in script["asserts"] if isinstance(a.get("graph"), dict) and a["graph"].get("on_graph_result")]
+    if not judged and structural == "error":
+        return {"status": "unavailable", "reason": "the script did not run to completion", "metrics": None,
+                "active": True}
+    failed = [a for a in judged if not assert_passed(a.get("metrics") or {})]
+    status = "fail" if failed else ("pass" if judged else "no_compare")
+    worst = _worst_assert(failed or judged)
+    gv: dict[str, Any] = {"status": status, "metrics": worst, "asserts_judged": len(judged),
+                          "asserts_failed": len(failed),
+                          "asserts": [{"index": a.get("index"), "api": a.get("api"),
+                                       "passed": assert_passed(a.get("metrics") or {}),
+                                       "kernel": a["graph"].get("kernel"),
+                                       "sim_garbage": a["graph"].get("sim_garbage")} for a in judged[:50]]}
+    if status == "no_compare":
+        gv["reason"] = "no assert of the script compared a kernel's output"
     return gv
 
 

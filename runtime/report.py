@@ -120,6 +120,7 @@ class Environment:
     runtime: str = ""  # runtime.__version__: part of the key under which a result may be reused
     device: str | None = None  # the NPU the cases ran on ("npu:0"); None in SIM
     npu: dict[str, Any] = field(default_factory=dict)  # NPU runs: card, CANN, driver, SoC (runtime.host)
+    torch_npu: str | None = None  # SIM: set when a case imported the CPU stand-in (runtime.standin)
 
 
 @dataclass

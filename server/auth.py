@@ -64,9 +64,21 @@ def current_token(
 
 def _same_origin_only(request: Request) -> None:
     """The cookie rides along on requests other sites make; refuse a cross-site write that carries it."""
-    origin = request.headers.get("origin")
-    if origin and urlsplit(origin).netloc != request.headers.get("host"):
-        raise PermissionDenied(f"a cross-site request from {origin} may not use the dashboard's login cookie")
+    refuse_cross_site(request, "may not use the dashboard's login cookie")
+
+
+def refuse_cross_site(request: Request, what: str) -> None:
+    """PermissionDenied for a browser request another site made (CSRF), by Origin, Referer or Sec-Fetch-Site.
+
+    Browsers send Origin on every cross-site POST; a request with neither Origin nor Referer is not
+    a browser's cross-site form (curl, the CLI) and passes.
+    """
+    source = request.headers.get("origin") or request.headers.get("referer")
+    host = request.headers.get("host")
+    if source and source != "null" and urlsplit(source).netloc != host:
+        raise PermissionDenied(f"a cross-site request from {source} {what}")
+    if source == "null" or request.headers.get("sec-fetch-site") == "cross-site":
+        raise PermissionDenied(f"a cross-site request {what}")
 
 
 def require(scope: str) -> Callable[..., Caller]:

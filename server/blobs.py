@@ -18,9 +18,13 @@ class BlobStore:
         rel = f"bundles/{digest[:2]}/{digest}{suffix}"
         path = self.root / rel
         if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
+            # Private to the service's uid: bundles are other people's code (docs/SECURITY.md).
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-            tmp.write_bytes(data)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
             tmp.replace(path)  # atomic: readers never see half a bundle
         return digest, rel
 

@@ -43,6 +43,8 @@ class Settings(BaseSettings):
     npu_state_dir: Path | None = None  # default: data_dir/npu
     # An NPU job waits as awaiting_npu while no NPU worker is online, and expires after this long.
     npu_wait_s: float = 24 * 3600.0
+    # `crosscheck db compact` keeps every case result this many days, then thins them (docs/history.md).
+    retention_days: int = 180
 
     @field_validator("case_timeout_s", "case_memory_gib", "job_heartbeat_s", "stale_job_s", "npu_wait_s")
     @classmethod
@@ -57,7 +59,7 @@ class Settings(BaseSettings):
         parse_device_list(value)  # a ValueError names the bad part
         return value.strip()
 
-    @field_validator("npu_quarantine_after")
+    @field_validator("npu_quarantine_after", "retention_days")
     @classmethod
     def _at_least_one(cls, value: int) -> int:
         if value < 1:

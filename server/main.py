@@ -23,6 +23,7 @@ from server.config import Settings, get_settings
 from server.migrate import check_schema
 from server.queue import Producer
 from server.schemas.submission import SubmissionCreate
+from server.security_headers import SecurityHeaders
 from server.sweeper import Sweeper
 from server.webhook_sender import WebhookSender
 
@@ -84,6 +85,7 @@ def create_app(settings: Settings | None = None, *, start_sweeper: bool = True) 
     app.include_router(api_router())
     app.include_router(ops.router)
     web.install(app)
+    app.add_middleware(SecurityHeaders)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 

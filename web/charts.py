@@ -1,6 +1,6 @@
 """Chart geometry for server-rendered SVG (the templates in web/templates/_charts.html draw it).
 
-Why server-rendered SVG and not plotly.js (which ships inside the installed `plotly` package):
+Why server-rendered SVG and not a JavaScript charting library such as plotly.js:
 - the pages must be readable without JavaScript, and an SVG chart is part of the HTML;
 - plotly.min.js is about 4.6 MB, parsed on every operator page, which hurts at 390 px on a phone
   and would dominate the 200 ms page budget of a cold browser;

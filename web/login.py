@@ -7,7 +7,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from server.api.deps import SessionDep, SettingsDep
-from server.auth import TOKEN_COOKIE
+from server.auth import TOKEN_COOKIE, refuse_cross_site
 from server.services import tokens
 from web.deps import render
 from web.errors import HtmlRoute
@@ -29,6 +29,7 @@ def login_form(request: Request, settings: SettingsDep, next: str = "/") -> HTML
 @router.post("/login", name="login_post", response_model=None)
 def login(request: Request, session: SessionDep, settings: SettingsDep,
           token: Annotated[str, Form(max_length=500)], next: Annotated[str, Form()] = "/") -> HTMLResponse | RedirectResponse:
+    refuse_cross_site(request, "may not sign in (login CSRF)")
     found = tokens.verify(session, token.strip())
     if found is None:
         return render(request, "login.html", None, status_code=401, next=_safe_next(next), error="That token is not valid (unknown or revoked).",
@@ -41,7 +42,8 @@ def login(request: Request, session: SessionDep, settings: SettingsDep,
 
 
 @router.post("/logout", name="logout")
-def logout() -> RedirectResponse:
+def logout(request: Request) -> RedirectResponse:
+    refuse_cross_site(request, "may not sign out")
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(TOKEN_COOKIE, path="/")
     return response

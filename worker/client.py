@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 
 log = logging.getLogger(__name__)
 

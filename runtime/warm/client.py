@@ -16,10 +16,25 @@ from typing import Any, Iterator
 from runtime.jobenv import write_sim_config
 
 READY_TIMEOUT_S = 180.0
+# What the warm parent may inherit from its starter, by name or prefix; nothing else.
+PARENT_PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "VIRTUAL_ENV", "LD_LIBRARY_PATH",
+                       "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "TMPDIR")
+NPU_PARENT_PREFIXES = ("ASCEND_", "TOOLCHAIN_HOME", "CROSSCHECK_NPU_TEST_DOUBLE")
+# glibc makes up to 8 arenas per core, each reserving 64 MiB of address space; pypto's threads then
+# map gigabytes they never touch. Two arenas keep the job's address space close to its real use.
+MALLOC_ARENA_MAX = "2"
 
 
 class WarmParentError(RuntimeError):
     """The warm parent could not start or stopped answering (our infrastructure, not the kernel)."""
+
+
+def parent_environment(mode: str) -> dict[str, str]:
+    """The allow-listed part of this process's environment a warm parent of `mode` inherits."""
+    env = {k: v for k, v in os.environ.items() if k in PARENT_PASS_THROUGH}
+    if mode == "npu":  # CANN's set_env.sh variables; a SIM parent must not see ASCEND_HOME_PATH
+        env.update({k: v for k, v in os.environ.items() if k.startswith(NPU_PARENT_PREFIXES)})
+    return env
 
 
 def _pypto_lib_dir() -> Path:
@@ -58,15 +73,7 @@ class WarmParent:
         for sub in ("home", "logs", "output"):
             (self.scratch / sub).mkdir(exist_ok=True)
         ours, theirs = socket.socketpair()
-        env = {k: v for k, v in os.environ.items() if k != "ASCEND_HOME_PATH" or self.mode == "npu"}
-        env.update({
-            "HOME": str(self.scratch / "home"),
-            "PYPTO_HOME": str(self.scratch / "home" / ".pypto"),
-            "ASCEND_PROCESS_LOG_PATH": str(self.log_dir),
-            "TILE_FWK_OUTPUT_DIR": str(self.scratch / "output"),
-            "TILEFWK_CONFIG_PATH": str(self.config_path),
-            "OMP_NUM_THREADS": "1",  # forks of a multi-threaded torch hang (docs/pypto.md §2)
-        })
+        env = self.environment()
         log = open(self.scratch / "warm-parent.log", "ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "runtime.warm.parent", str(theirs.fileno()), self.mode, str(self.scratch)],
@@ -86,6 +93,25 @@ class WarmParent:
             self.close()
             raise WarmParentError(f"warm parent failed to start: {detail}")
         return self.info
+
+    def environment(self) -> dict[str, str]:
+        """The warm parent's whole environment, built from an allow-list (docs/SECURITY.md, Sandbox).
+
+        Every job is a fork of the warm parent, so whatever its exec received (the environment
+        strings on its first stack page) is readable in every job's memory, even after
+        os.environ.clear(). The worker's WORKER_TOKEN, API_URL or DATA_DIR must never get there.
+        """
+        env = parent_environment(self.mode)
+        env.update({
+            "HOME": str(self.scratch / "home"),
+            "PYPTO_HOME": str(self.scratch / "home" / ".pypto"),
+            "ASCEND_PROCESS_LOG_PATH": str(self.log_dir),
+            "TILE_FWK_OUTPUT_DIR": str(self.scratch / "output"),
+            "TILEFWK_CONFIG_PATH": str(self.config_path),
+            "OMP_NUM_THREADS": "1",  # forks of a multi-threaded torch hang (docs/pypto.md §2)
+            "MALLOC_ARENA_MAX": MALLOC_ARENA_MAX,
+        })
+        return env
 
     def _receive(self) -> dict[str, Any]:
         line = self._reader.readline()

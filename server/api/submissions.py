@@ -5,6 +5,7 @@ from pathlib import PurePosixPath
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Request, Response, status
+from fastapi.responses import FileResponse
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from sqlalchemy import select
@@ -149,3 +150,15 @@ def read_submission_by_id(submission_id: int, caller: ReadCaller, session: Sessi
         raise NotFound(f"no submission {submission_id}")
     jobs = session.scalars(select(Job).where(Job.submission_id == sub.id).order_by(Job.id))
     return SubmissionRead.model_validate(sub).model_copy(update={"jobs": [JobBrief.model_validate(j) for j in jobs]})
+
+
+@router.get("/{submission_id}/bundle", summary="Download the submitted package or script", response_class=FileResponse,
+            responses={200: {"content": {"application/octet-stream": {}}}, 404: {"model": ErrorRead}})
+def download_submission_bundle(submission_id: int, caller: ReadCaller, session: SessionDep,
+                               blobs: BlobsDep) -> FileResponse:
+    """The bundle exactly as stored, so that a reader can rerun it with `crosscheck run`."""
+    sub = session.get(Submission, submission_id)
+    if sub is None or not blobs.path(sub.blob_path).is_file():
+        raise NotFound(f"no stored bundle for submission {submission_id}")
+    return FileResponse(blobs.path(sub.blob_path), media_type="application/octet-stream",
+                        filename=PurePosixPath(sub.filename).name)

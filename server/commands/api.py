@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from server import db, migrate
@@ -20,9 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
+    os.umask(0o077)  # the database, bundles and reports: readable by the service's uid only
     settings = get_settings()
     if settings.is_sqlite:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
         migrate.check_schema(db.get_engine(), settings.resolved_database_url)
     except migrate.SchemaOutdated as exc:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 
 RETRIES = 4  # a server restart of a few seconds is ridden out
 BACKOFF_S = 1.0

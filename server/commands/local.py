@@ -5,13 +5,14 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 from server.config import DEFAULT_DATA_DIR
 
 TOKENS_FILE = "tokens.json"
+PRIVATE_UMASK = 0o077  # what the service writes in its data dir: readable by its own user only
+DATA_FILES = ("crosscheck.db", "broker.db")
 STOP_GRACE_S = 20.0
 # Escalation when the user (or a supervisor) insists: Celery reads SIGTERM as a warm shutdown
 # (finish the running job) and SIGQUIT as a cold one.
@@ -42,6 +43,27 @@ def write_tokens(data_dir: Path, tokens: dict[str, str]) -> Path:
     os.chmod(tmp, 0o600)
     tmp.replace(path)
     return path
+
+
+def make_private(data_dir: Path) -> Path:
+    """The data dir 0700 and everything in it 0700 (folders) or 0600 (files), links left alone.
+
+    Jobs run code that strangers upload (docs/SECURITY.md): the database, the broker, bundles and
+    tokens must not be readable by any other uid, including the sandboxed job's. The database
+    files are created here, empty, so that SQLite's own files (-wal, -shm) inherit 0600 too.
+    """
+    data_dir = Path(data_dir)
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for name in DATA_FILES:
+        os.close(os.open(data_dir / name, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))
+    for root, dirs, files in os.walk(data_dir):
+        os.chmod(root, 0o700, follow_symlinks=False)
+        for name in files:
+            path = os.path.join(root, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o600, follow_symlinks=False)
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))]
+    return data_dir
 
 
 def start(cmd: list[str], env: dict[str, str], **kwargs: Any) -> subprocess.Popen[bytes]:
@@ -108,13 +130,3 @@ def wait_forwarding_signals(proc: subprocess.Popen[bytes]) -> int:
     if received and code in (0, -signal.SIGTERM, -signal.SIGQUIT, -signal.SIGKILL):
         return 0
     return code if code >= 0 else 128 - code
-
-
-def wait_until(predicate: Any, timeout_s: float, poll_s: float = 0.2) -> bool:
-    """Poll `predicate()` until it is true or timeout_s passes."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(poll_s)
-    return bool(predicate())

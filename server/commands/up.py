@@ -11,10 +11,12 @@ import signal
 import subprocess
 import sys
 import threading
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 
 from server.commands import local
 
@@ -22,6 +24,45 @@ READY_TIMEOUT_S = 120.0
 READY_PATH = "/readyz"
 ADMIN_SCOPES = ["admin"]  # admin implies read, submit and worker (server.auth.IMPLIED)
 WORKER_SCOPES = ["worker"]
+POLL_S = 0.5
+BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)  # between worker restarts; the last one repeats
+STABLE_S = 120.0  # a worker that ran this long before dying starts the backoff over
+
+
+@dataclass
+class Child:
+    """One supervised child process of `crosscheck up`."""
+    name: str
+    command: list[str]
+    env: dict[str, str]
+    umask: int = -1
+    proc: subprocess.Popen[bytes] | None = None
+    restarts: int = 0
+    started_at: float = 0.0
+    failures: int = field(default=0)  # deaths in a row without a stable run
+
+    def start(self) -> None:
+        self.proc = local.start(self.command, self.env, umask=self.umask)
+        self.started_at = time.monotonic()
+
+    def exited(self) -> bool:
+        return self.proc is not None and self.proc.poll() is not None
+
+    def code(self) -> int | None:
+        return self.proc.returncode if self.proc else None
+
+    def next_backoff_s(self) -> float:
+        self.failures = 1 if time.monotonic() - self.started_at >= STABLE_S else self.failures + 1
+        return BACKOFF_S[min(self.failures, len(BACKOFF_S)) - 1]
+
+    def reap(self) -> None:
+        """Kill what is left of a dead child's process group (Celery's pool, its warm parents)."""
+        if self.proc is not None:
+            local.stop(self.proc)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            local.stop(self.proc)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -83,16 +124,24 @@ def _api_command(host: str, port: int) -> list[str]:
             "--log-level", "info"]
 
 
+def _admin_token_lines(secret: str, tokens_file: Path) -> str:
+    """The admin token goes to a terminal only: a redirected stdout is a log file others may read."""
+    if sys.stdout.isatty():
+        return f"  admin token (dashboard login, crosscheck submit): {secret}\n  tokens are kept in {tokens_file}"
+    return (f"  admin token: in {tokens_file} (readable by this user only; not printed because stdout is not "
+            "a terminal)")
+
+
 def run(args: argparse.Namespace) -> int:
     from server import migrate
     from server.commands.worker import celery_command
 
-    data_dir = (args.data_dir or local.data_dir_from_env()).resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir = local.make_private((args.data_dir or local.data_dir_from_env()).resolve())
     settings = _configure(data_dir)
     print(f"crosscheck up: data in {data_dir}; {_describe(settings)}", flush=True)
     migrate.upgrade(settings.resolved_database_url)
     secrets = ensure_tokens(data_dir)
+    local.make_private(data_dir)  # anything migrate or the tokens created
     url = f"http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:{args.port}"
     env = {**os.environ, "DATA_DIR": str(data_dir), "API_URL": url, "WORKER_TOKEN": secrets["worker"]}
     # One SIM worker on this machine: let it run a job's cases side by side on the cores it has.
@@ -104,36 +153,37 @@ def run(args: argparse.Namespace) -> int:
         stopping.set()
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    children: list[tuple[str, subprocess.Popen[bytes]]] = []
+    api = Child("api", _api_command(args.host, args.port), env, umask=local.PRIVATE_UMASK)
+    worker = Child("worker", celery_command(["sim"], args.concurrency, "sim-local"), env)
+    children = [api, worker]
     code = 0
     try:
-        children.append(("api", local.start(_api_command(args.host, args.port), env)))
-        children.append(("worker", local.start(celery_command(["sim"], args.concurrency, "sim-local"), env)))
+        for child in children:
+            child.start()
         if not _wait_ready(url, children, stopping):
             code = 1 if not stopping.is_set() else 0
         else:
-            print(f"\nPTO Crosscheck is up at {url}/\n  admin token (dashboard login, crosscheck submit): "
-                  f"{secrets['admin']}\n  tokens are kept in {data_dir / local.TOKENS_FILE}\n"
-                  "Press Ctrl-C to stop.", flush=True)
-            code = _supervise(children, stopping)
+            print(f"\nPTO Crosscheck is up at {url}/\n{_admin_token_lines(secrets['admin'], data_dir / local.TOKENS_FILE)}"
+                  "\nPress Ctrl-C to stop.", flush=True)
+            code = _supervise(api, worker, stopping)
     finally:
         print("crosscheck up: stopping...", flush=True)
-        for _name, proc in reversed(children):  # the worker first: it reports to the API
-            local.stop(proc)
+        for child in reversed(children):  # the worker first: it reports to the API
+            child.stop()
         for s, handler in previous.items():
             signal.signal(s, handler)
         print("crosscheck up: stopped", flush=True)
     return code
 
 
-def _wait_ready(url: str, children: list[tuple[str, subprocess.Popen[bytes]]], stopping: threading.Event) -> bool:
+def _wait_ready(url: str, children: list[Child], stopping: threading.Event) -> bool:
     deadline_polls = int(READY_TIMEOUT_S / 0.25)
     for _ in range(deadline_polls):
         if stopping.is_set():
             return False
-        dead = [(n, p.returncode) for n, p in children if p.poll() is not None]
+        dead = [c for c in children if c.exited()]
         if dead:
-            print(f"error: the {dead[0][0]} process exited (code {dead[0][1]}) during start-up", file=sys.stderr)
+            print(f"error: the {dead[0].name} process exited (code {dead[0].code()}) during start-up", file=sys.stderr)
             return False
         if _ready(url):
             return True
@@ -142,11 +192,26 @@ def _wait_ready(url: str, children: list[tuple[str, subprocess.Popen[bytes]]], s
     return False
 
 
-def _supervise(children: list[tuple[str, subprocess.Popen[bytes]]], stopping: threading.Event) -> int:
-    """Wait for Ctrl-C (0) or for a child to die (1)."""
-    while not stopping.wait(0.5):
-        for name, proc in children:
-            if proc.poll() is not None:
-                print(f"error: the {name} process exited unexpectedly (code {proc.returncode})", file=sys.stderr)
-                return 1
+def _supervise(api: Child, worker: Child, stopping: threading.Event) -> int:
+    """Wait for Ctrl-C (0) or the API's death (1); restart a dead worker with backoff meanwhile.
+
+    The API is what users and remote workers talk to, so a worker that dies (a SIGKILL of Celery's
+    main process, an out-of-memory kill) must not take it down: its job is re-queued by the API's
+    stale sweep once its heartbeats stop, and a new worker picks it up.
+    """
+    restart_at: float | None = None
+    while not stopping.wait(POLL_S):
+        if api.exited():
+            print(f"error: the api process exited unexpectedly (code {api.code()})", file=sys.stderr)
+            return 1
+        if restart_at is None and worker.exited():
+            delay = worker.next_backoff_s()
+            print(f"crosscheck up: the worker exited (code {worker.code()}); restarting it in {delay:.0f} s "
+                  f"(restart {worker.restarts + 1})", file=sys.stderr, flush=True)
+            worker.reap()
+            restart_at = time.monotonic() + delay
+        if restart_at is not None and time.monotonic() >= restart_at:
+            worker.start()
+            worker.restarts += 1
+            restart_at = None
     return 0

@@ -34,7 +34,6 @@ COMBINED = (KERNEL_DEFECT, SUSPECT_FAKE_PASS, STRUCTURAL_ERROR, NPU_ONLY_FAIL, S
 # Worst first: an operator's verdict is its worst case's.
 SEVERITY = {name: i for i, name in enumerate(COMBINED)}
 FLAGGED = (SIM_GARBAGE_NPU_OK, SIM_GARBAGE_GRAPH_OK)
-DEFECTS = (KERNEL_DEFECT, SUSPECT_FAKE_PASS, STRUCTURAL_ERROR, NPU_ONLY_FAIL)
 
 # Per-mode verdicts (runtime.verdicts), grouped.
 _SIM_BROKEN = {"structural_error", "crash", "timeout", "not_run"}
@@ -81,5 +80,13 @@ def combine(sim: str | None, npu: str | None) -> tuple[str, str]:
     return PASS, "the NPU result is within tolerance"
 
 
+# An operator's verdict over ALL its cases: defects worst first, then the weakest evidence, so
+# that one case checked on an NPU never makes the operator read "NPU ok" (or "pass").
+CLAIM_ORDER = (KERNEL_DEFECT, SUSPECT_FAKE_PASS, STRUCTURAL_ERROR, NPU_ONLY_FAIL, SIM_ONLY_ERROR,
+               AWAITING_NPU, SIM_GARBAGE_GRAPH_OK, SIM_GARBAGE_NPU_OK, PASS)
+_CLAIM = {name: i for i, name in enumerate(CLAIM_ORDER)}
+
+
 def worst(verdicts: list[str]) -> str | None:
-    return min(verdicts, key=lambda v: SEVERITY.get(v, len(SEVERITY))) if verdicts else None
+    """The operator's verdict from its cases': the worst defect, else the weakest claim."""
+    return min(verdicts, key=lambda v: _CLAIM.get(v, -1)) if verdicts else None

@@ -24,7 +24,6 @@ class OperatorFilter:
     branch: str | None = None
     author: str | None = None
     since: datetime | None = None
-    flagged_only: bool = False
 
 
 def _operator_query(f: OperatorFilter) -> Select[Any]:
@@ -88,41 +87,6 @@ def operator_cases(session: Session, operator_id: int) -> list[dict[str, Any]]:
     results = {r.id: r for r in session.scalars(select(CaseResult).where(CaseResult.id.in_(ids)))} if ids else {}
     return [{"case": s.case, "combined_verdict": s.combined_verdict, "reason": s.reason,
              "sim": results.get(s.sim_result_id), "npu": results.get(s.npu_result_id)} for s in states]
-
-
-def cases_for_operators(session: Session, operator_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
-    """operator_cases for many operators in two queries (the overview's expandable rows)."""
-    if not operator_ids:
-        return {}
-    states = list(session.scalars(select(CaseState).where(CaseState.operator_id.in_(operator_ids))
-                                  .order_by(CaseState.operator_id, CaseState.case)))
-    ids = [i for s in states for i in (s.sim_result_id, s.npu_result_id) if i]
-    results = {r.id: r for r in session.scalars(select(CaseResult).where(CaseResult.id.in_(ids)))} if ids else {}
-    out: dict[int, list[dict[str, Any]]] = {i: [] for i in operator_ids}
-    for s in states:
-        out[s.operator_id].append({"case": s.case, "combined_verdict": s.combined_verdict, "reason": s.reason,
-                                   "sim": results.get(s.sim_result_id), "npu": results.get(s.npu_result_id)})
-    return out
-
-
-def operator_history(session: Session, operator_id: int, mode: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
-    """Per job (oldest first): worst diff magnitudes, graph diff, tolerance and cost."""
-    limit = max(1, min(limit, 2000))
-    stmt = (select(CaseResult.job_id, CaseResult.mode, func.min(CaseResult.created_at),
-                   func.max(CaseResult.max_abs_diff), func.max(CaseResult.graph_max_abs_diff),
-                   func.max(CaseResult.atol), func.max(CaseResult.rtol), func.max(CaseResult.aicore_time_us),
-                   func.avg(CaseResult.utilization), func.count())
-            .where(CaseResult.operator_id == operator_id))
-    if mode:
-        stmt = stmt.where(CaseResult.mode == mode)
-    stmt = stmt.group_by(CaseResult.job_id, CaseResult.mode).order_by(CaseResult.job_id.desc()).limit(limit)
-    points = []
-    for job_id, m, created, diff, gdiff, atol, rtol, us, util, n in session.execute(stmt):
-        points.append({"job_id": job_id, "mode": m, "created_at": created, "max_abs_diff": diff,
-                       "graph_max_abs_diff": gdiff, "atol": atol, "rtol": rtol, "aicore_time_us": us,
-                       "utilization": util, "cases": n})
-    points.reverse()
-    return points
 
 
 @dataclass
@@ -189,7 +153,7 @@ def list_workers(session: Session) -> list[Worker]:
 
 
 def case_summaries(session: Session, operator_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
-    """cases_for_operators without each result's full runtime report (the overview's rows):
+    """Each operator's cases with their latest results, without the full runtime reports (the overview's rows):
     reports carry log tails and can be tens of KB each, so loading them for a page of
     operators would dominate its time. Touching `report` raises instead of querying."""
     if not operator_ids:

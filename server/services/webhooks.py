@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import stat
 import subprocess
@@ -10,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+import httpx2 as httpx
 import pytest
 
 from runtime import calculator
@@ -123,6 +124,60 @@ def test_submit_to_an_unreachable_server_exits_2(up: Up) -> None:
     done = up.submit(str(EXAMPLES / "relu"), "--server", f"http://127.0.0.1:{free_port()}")
     assert done.returncode == 2
     assert "cannot reach the server" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_up_keeps_its_data_private(up: Up) -> None:
+    """Data dir 0700, every file in it 0600; the admin token is not in a redirected log."""
+    assert stat.S_IMODE(up.data_dir.stat().st_mode) == 0o700
+    found = [p for p in up.data_dir.rglob("*") if not p.is_symlink()]
+    assert {"crosscheck.db", "broker.db", "blobs", "tokens.json"} <= {p.name for p in found}
+    loose = [(str(p), oct(stat.S_IMODE(p.stat().st_mode))) for p in found
+             if stat.S_IMODE(p.stat().st_mode) != (0o700 if p.is_dir() else 0o600)]
+    assert not loose
+    admin = json.loads((up.data_dir / "tokens.json").read_text())["admin"]
+    log = up.log.read_text()
+    assert admin not in log and "not printed because stdout is not a terminal" in log
+
+
+def _celery_main(up: Up) -> int:
+    """The Celery main process: the child of `crosscheck up` running celery."""
+    for pid in descendants(up.proc.pid):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            continue
+        if b"celery" in cmd and ppid == up.proc.pid and alive(pid):
+            return pid
+    raise AssertionError(f"no Celery main process under crosscheck up {up.proc.pid}")
+
+
+def test_a_sigkill_of_celery_main_leaves_the_api_serving_and_the_worker_restarts(up: Up) -> None:
+    admin = json.loads((up.data_dir / "tokens.json").read_text())["admin"]
+    headers = {"Authorization": f"Bearer {admin}"}
+    before = _celery_main(up)
+    os.kill(before, signal.SIGKILL)
+    answers = []
+
+    def restarted() -> bool:
+        answers.append(httpx.get(up.url + "/readyz", timeout=5).status_code)
+        try:
+            return _celery_main(up) != before
+        except AssertionError:
+            return False
+
+    Stack.wait(restarted, START_DEADLINE_S, "a new Celery main process", up.log)
+    assert up.proc.poll() is None and set(answers) == {200}
+    assert "the worker exited (code -9); restarting it" in up.log.read_text()
+    killed_at = httpx.get(up.url + "/api/v1/workers", headers=headers).json()["items"][0]["last_heartbeat"]
+
+    def beating() -> bool:
+        items = httpx.get(up.url + "/api/v1/workers", headers=headers, timeout=5).json()["items"]
+        return any(w["online"] and w["last_heartbeat"] > killed_at for w in items)
+
+    Stack.wait(beating, START_DEADLINE_S, "the restarted worker's heartbeat", up.log)
+    done = up.submit(str(EXAMPLES / "relu"), "--server", up.url, "--wait")
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_up_stops_cleanly_on_ctrl_c(up: Up) -> None:

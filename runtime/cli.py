@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 
+from runtime.modes import MODES
 from runtime import verdicts
 from runtime.errors import HostError, SubmissionError
 
@@ -25,7 +26,7 @@ def default_cache_dir() -> Path:
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", type=Path, help="operator package (folder, .zip, .tar.gz) or a .py script")
-    p.add_argument("--mode", choices=["sim", "npu"], default="sim")
+    p.add_argument("--mode", choices=list(MODES), default="sim")
     p.add_argument("--case", action="append", default=[], metavar="ID", help="run only this case (repeatable)")
     p.add_argument("--timeout", type=float, default=300.0, metavar="S", help="wall-clock limit per case")
     p.add_argument("--memory", type=float, default=8.0, metavar="GIB", help="address-space limit per case")

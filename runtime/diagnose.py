@@ -8,13 +8,13 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any
 
+from runtime.modes import MODES
 from runtime.report import Diagnosis
 
 RULES_PATH = pathlib.Path(__file__).with_name("rules") / "diagnosis.toml"
 # Where a rule's regexes may look; also the order in which evidence is taken.
 SOURCES = ("exception", "stderr", "plog", "stdout", "exit")
 STAGES = ("syntax", "lint", "device", "golden", "sim", "npu", "graph_verify", "compare", "timing")
-MODES = ("sim", "npu")
 EVIDENCE_CHARS = 300
 NOISE_PREFIX = "noise-"
 

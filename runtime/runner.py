@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from runtime.modes import MODES
 from runtime import submission as submission_mod
 from runtime import testmodule
 from runtime.dtypes import default_tolerance
@@ -62,7 +63,7 @@ def run_submission(path: Path, options: RunOptions, warm: WarmParent | None = No
                    on_case: CaseCallback | None = None) -> Report:
     """Verify the submission at `path`. Raises SubmissionError or HostError for unusable input."""
     start = time.perf_counter()
-    if options.mode not in ("sim", "npu"):
+    if options.mode not in MODES:
         raise SubmissionError(f"unknown mode {options.mode!r}; use sim or npu")
     npu: dict[str, Any] = {}
     if options.mode == "npu":

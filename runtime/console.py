@@ -20,7 +20,7 @@ from runtime.report import CaseResult, Diagnosis, Report
 NOISE_PREFIX = "noise-"
 VERDICT_STYLE = {
     "pass": "bold green", "sim_output_unwritten": "cyan", "precision_fail": "bold red",
-    "structural_error": "bold red", "crash": "bold red", "timeout": "bold red", "not_run": "yellow",
+    "structural_error": "bold red", "crash": "bold red", "timeout": "bold red", "resource_limit": "bold red", "not_run": "yellow",
     "suspect_fake_pass": "bold magenta", "sim_garbage_graph_ok": "green", "graph_fail": "bold red",
     "version_skew": "bold yellow",
 }

@@ -97,6 +97,8 @@ def _exit_info(report: dict[str, Any], timeout_s: float) -> str:
 
 def _structural(report: dict[str, Any], failed: dict[str, Any] | None, mode: str, texts: str,
                 maxrss_bytes: int, memory_bytes: int, is_script: bool) -> str:
+    if isinstance(report.get("resource_limit"), dict):  # the leader stopped it, or its cgroup did
+        return "resource_limit"
     if report.get("timed_out"):
         return "timeout"
     died = report.get("signal") or (report.get("exit_code") not in (0, None) and not is_script)
@@ -179,6 +181,10 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
     if internal and structural == "ok":
         structural = "crash"
     exit_info = _exit_info(report, ctx.timeout_s)
+    limit_reason = str((report.get("resource_limit") or {}).get("reason", ""))[:500] if structural == "resource_limit" \
+        else ""
+    if limit_reason:
+        exit_info = f"{limit_reason} ({exit_info})" if exit_info else limit_reason
     if structural == "oom":
         exit_info = (exit_info + f"; oom (peak RSS {maxrss / 2**30:.2f} GiB, limit "
                      f"{ctx.memory_bytes / 2**30:.2f} GiB)").lstrip("; ")
@@ -189,7 +195,7 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
                           file=str(source.get("file", "")), line=int(_number(source.get("line"))),
                           traceback=str(source.get("traceback", "")))
     elif exit_info:
-        error = ErrorInfo(type="ProcessExit", message=exit_info)
+        error = ErrorInfo(type="ResourceLimit" if limit_reason else "ProcessExit", message=exit_info)
     result_ev = next((e for e in events if e.get("event") == "result"), None)
     checked = corroborate.check(ctx.is_script, events, found, result_ev)
     metrics = checked.metrics
@@ -223,6 +229,7 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         device_failed=bool(failed and failed["stage"] == "device"),
         contradictions=checked.contradictions, changed_after_launch=checked.changed_after_launch,
         version_skew=skewed.describe() if skewed else None,
+        resource_limit=limit_reason,
     )
     verdict, precision, reason = verdicts.decide(ev)
     fail_stage = failed["stage"] if failed else (last_stage or ctx.mode)

@@ -83,7 +83,7 @@ class CaseResult:
     shapes: list[list[int]] = field(default_factory=list)
     dtypes: list[str] = field(default_factory=list)
     description: str = ""
-    structural: str = "not_run"  # ok | error | crash | timeout | oom | not_run
+    structural: str = "not_run"  # ok | error | crash | timeout | oom | resource_limit | not_run
     stage: str = ""  # the last stage reached
     error: ErrorInfo | None = None
     diagnosis: list[Diagnosis] = field(default_factory=list)

@@ -38,7 +38,11 @@ class RunOptions:
     mode: str = "sim"
     cases: list[str] = field(default_factory=list)
     timeout_s: float = DEFAULT_TIMEOUT_S
-    memory_bytes: int = Limits.memory_bytes
+    memory_bytes: int = Limits.memory_bytes  # per case, its real memory (runtime.sandbox.Limits)
+    nproc: int = Limits.nproc  # per case, processes and threads
+    disk_bytes: int = Limits.disk_bytes  # per case, its job dir
+    # How the caller's users raise each limit ("memory" -> "--memory GIB"), named in resource_limit verdicts.
+    limit_flags: dict[str, str] = field(default_factory=dict)
     work_dir: Path | None = None
     device_id: int | None = None
     graph_verify: bool = True
@@ -215,8 +219,8 @@ class _CaseRunner:
         for p in [dirs.root, dirs.src, *dirs.src.rglob("*")]:
             p.chmod(0o755 if p.is_dir() else 0o644)
         assert self.warm is not None
-        limits = Limits(timeout_s=timeout_s, memory_bytes=self.options.memory_bytes,
-                        isolate_network=self.options.isolate_network,
+        limits = Limits(timeout_s=timeout_s, memory_bytes=self.options.memory_bytes, nproc=self.options.nproc,
+                        disk_bytes=self.options.disk_bytes, isolate_network=self.options.isolate_network,
                         drop_privileges=self.options.drop_privileges)
         request = {
             "job_dir": str(dirs.root), "src_dir": str(dirs.src), "work_dir": str(dirs.work),
@@ -228,6 +232,7 @@ class _CaseRunner:
             "mode": self.options.mode, "device_id": self.options.device_id,
             "env": job_environment(dirs, self.options.mode, self.warm.config_path, self.options.device_id),
             "limits": limits.__dict__,
+            "limit_flags": dict(self.options.limit_flags),
             "graph_verify": self._graph_verify_config(),
         }
         return request, dirs

@@ -11,7 +11,7 @@ from markupsafe import Markup, escape
 # A SIM output is leftover memory on CPU hosts; past this the "diff" is noise, not a measurement.
 GARBAGE_ABS_DIFF = 1e6
 SIM_GARBAGE_VERDICTS = ("sim_output_unwritten", "sim_garbage_graph_ok")
-SIM_BROKEN_VERDICTS = ("structural_error", "crash", "timeout", "not_run")
+SIM_BROKEN_VERDICTS = ("structural_error", "crash", "timeout", "resource_limit", "not_run")
 
 
 def sig(value: Any, digits: int = 3) -> str:

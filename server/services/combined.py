@@ -36,9 +36,9 @@ SEVERITY = {name: i for i, name in enumerate(COMBINED)}
 FLAGGED = (SIM_GARBAGE_NPU_OK, SIM_GARBAGE_GRAPH_OK)
 
 # Per-mode verdicts (runtime.verdicts), grouped.
-_SIM_BROKEN = {"structural_error", "crash", "timeout", "not_run"}
+_SIM_BROKEN = {"structural_error", "crash", "timeout", "resource_limit", "not_run"}
 _SIM_GARBAGE = {"sim_output_unwritten", "sim_garbage_graph_ok"}
-_NPU_BROKEN = {"structural_error", "crash", "timeout", "not_run"}
+_NPU_BROKEN = {"structural_error", "crash", "timeout", "resource_limit", "not_run"}
 
 
 def combine(sim: str | None, npu: str | None) -> tuple[str, str]:

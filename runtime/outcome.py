@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from runtime import corroborate, verdicts
+from runtime import corroborate, skew, verdicts
 from runtime.diagnose import diagnose
 from runtime.jobenv import JobDirs
 from runtime.jobfiles import JobFiles
-from runtime.report import CaseResult, CostModel, Diagnosis, ErrorInfo, Launch, Stage
+from runtime.pypto_api import installed_version
+from runtime.report import CaseResult, CostModel, Diagnosis, ErrorInfo, Launch, LintFinding, Stage
 from runtime.tolerance import assert_passed, within_tolerance
 
 TAIL_CHARS = 8000
@@ -41,6 +42,7 @@ class JobContext:
     max_mismatch_ratio: float = 0.005
     memory_bytes: int = 0
     timeout_s: float = 0.0
+    skew_findings: list[LintFinding] | None = None  # the lint's version-skew findings (runtime.lint.api)
 
 
 def _read_logs(found: dict[str, Any]) -> tuple[str, str, str]:
@@ -202,6 +204,10 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         metrics = _worst_assert(script["asserts"])
     graph = _script_graph(events, script, structural) if script is not None else \
         _graph_verify(events, result_ev, ctx, checked)
+    pypto_version = installed_version() or "not installed"
+    skewed = None
+    if structural == "error" or (ctx.is_script and exit_info):
+        skewed = skew.detect(error, stderr + "\n" + stdout, ctx.skew_findings or [], pypto_version)
     if ctx.is_script:
         output_written = any(any(l.output_written) for l in launches) if launches else None
     elif graph and graph.get("status") in ("pass", "fail"):
@@ -222,6 +228,7 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         graph_status=graph.get("status") if graph else None,
         device_failed=bool(failed and failed["stage"] == "device"),
         contradictions=checked.contradictions, changed_after_launch=checked.changed_after_launch,
+        version_skew=skewed.describe() if skewed else None,
         resource_limit=limit_reason,
     )
     verdict, precision, reason = verdicts.decide(ev)
@@ -230,7 +237,8 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
     if verdict not in ("pass", "sim_output_unwritten") or error is not None:
         diagnoses = diagnose(stage=fail_stage, mode=ctx.mode,
                              exception=f"{error.type}: {error.message}" if error else "",
-                             stdout=stdout, stderr=stderr, plog=plog, exit_info=exit_info)
+                             stdout=stdout, stderr=stderr, plog=plog, exit_info=exit_info,
+                             pypto_version=pypto_version)
         if error and error.file:
             for d in diagnoses:
                 if not d.file:
@@ -245,6 +253,7 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         launches=launches, script=script, graph_verify=graph, timing=_timing(events),
         logs={"stdout": stdout[-TAIL_CHARS:], "stderr": stderr[-TAIL_CHARS:], "plog": plog[-TAIL_CHARS:]},
         job_dir=str(ctx.dirs.root), evidence_dir=str(found.get("dir") or ""), evidence=checked.summary(),
+        version_skew=skewed.to_dict() if skewed and verdict == verdicts.VERSION_SKEW else None,
     )
 
 

@@ -18,7 +18,8 @@ from runtime.errors import NO_NPU_MESSAGE, HostError, SubmissionError
 from runtime.host import choose_device, environment, npu_fingerprint, npu_status
 from runtime.jobenv import JobDirs, job_environment
 from runtime.jobfiles import JobFiles
-from runtime.lint import GOLDEN_FALLBACK, lint_files
+from runtime import pypto_api
+from runtime.lint import GOLDEN_FALLBACK, VERSION_SKEW_RULES, lint_files
 from runtime.outcome import JobContext, build
 from runtime.report import CaseResult, Diagnosis, ErrorInfo, LintFinding, Report, Stage, Submission
 from runtime.sandbox import Limits
@@ -83,9 +84,11 @@ def run_submission(path: Path, options: RunOptions, warm: WarmParent | None = No
     _check_case_filter(sub, options.cases)
     syntax_stage, syntax_errors = _syntax(sub)
     lint_start = time.perf_counter()
-    findings = lint_files([sub.root / f for f in sub.python_files], sub.root)
+    api = pypto_api.load(options.cache_dir)  # None without pypto: the version-skew rules are skipped
+    findings = lint_files([sub.root / f for f in sub.python_files], sub.root, api)
+    api_note = f"checked against pypto {api.version}'s API" if api else "pypto's API unavailable: names not checked"
     lint_stage = Stage("lint", "ok", round(time.perf_counter() - lint_start, 4),
-                       f"{len(findings)} finding(s)")
+                       f"{len(findings)} finding(s); {api_note}")
     report = Report(
         submission=Submission(kind=sub.kind, name=sub.name, sha256=sub.sha256, files=sub.files),
         mode=options.mode, environment=environment(device=_device_name(options), npu=npu), lint=findings,
@@ -148,6 +151,7 @@ class _CaseRunner:
         self.work = work
         self.shared_stages = shared_stages
         self.golden_fallback = any(f.rule == GOLDEN_FALLBACK for f in findings)
+        self.skew_findings = [f for f in findings if f.rule in VERSION_SKEW_RULES]
         self.warm: WarmParent | None = None
         self.sandbox_info: dict[str, Any] | None = None
         self.standin_used = False  # a SIM case imported the torch_npu stand-in (runtime.standin)
@@ -286,7 +290,8 @@ class _CaseRunner:
                          description=case.description, shapes=[i.shape for i in case.inputs],
                          dtypes=[i.dtype for i in case.inputs], golden_fallback=self.golden_fallback,
                          compare=case.compare, max_mismatch_ratio=case.max_mismatch_ratio,
-                         memory_bytes=self.options.memory_bytes, timeout_s=self.options.timeout_s)
+                         memory_bytes=self.options.memory_bytes, timeout_s=self.options.timeout_s,
+                         skew_findings=self.skew_findings)
         return ctx, request
 
     def _package_request(self, case: Any, label: str) -> tuple[dict[str, Any], JobDirs]:
@@ -335,7 +340,8 @@ class _CaseRunner:
         _script_dir_writable(request, dirs, self.sub.script)
         ctx = JobContext(operator=self.sub.name, case=case_id, mode=self.options.mode, dirs=dirs,
                          is_script=True, golden_fallback=self.golden_fallback,
-                         memory_bytes=self.options.memory_bytes, timeout_s=self.options.timeout_s)
+                         memory_bytes=self.options.memory_bytes, timeout_s=self.options.timeout_s,
+                         skew_findings=self.skew_findings)
         return ctx, request
 
     def _finish(self, ctx: JobContext, request: dict[str, Any]) -> CaseResult:

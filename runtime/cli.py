@@ -5,6 +5,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from runtime import verdicts
 from runtime.errors import HostError, SubmissionError
@@ -24,7 +25,11 @@ def default_cache_dir() -> Path:
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", type=Path, help="operator package (folder, .zip, .tar.gz) or a .py script")
+    p.add_argument("path", type=Path,
+                   help="operator package (folder, .zip, .tar.gz), a .py test file, or a checkout (with --op/--list)")
+    p.add_argument("--op", action="append", default=[], metavar="NAME",
+                   help="in a checkout: run this operator (repeatable; names match ignoring case and '_')")
+    p.add_argument("--list", action="store_true", help="in a checkout: list the operators found and their route")
     p.add_argument("--mode", choices=["sim", "npu"], default="sim")
     p.add_argument("--case", action="append", default=[], metavar="ID", help="run only this case (repeatable)")
     p.add_argument("--timeout", type=float, default=300.0, metavar="S", help="wall-clock limit per case")
@@ -61,7 +66,62 @@ def calculator_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def list_command(args: argparse.Namespace) -> int:
+    """`crosscheck run CHECKOUT --list`: each operator, its route, cases and folder (docs/realops.md §1)."""
+    from runtime.discover import discover
+
+    try:
+        found = discover(args.path, args.op or None)
+    except SubmissionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    print(f"{'operator':<24} {'route':<8} {'cases':>5}  folder")
+    for op in found:
+        where = op.entry or op.folder
+        print(f"{op.name:<24} {op.route:<8} {len(op.cases):>5}  {where}" + (f"  ({op.problem})" if op.problem else ""))
+    print(f"{len(found)} operator(s), {sum(op.route != 'none' for op in found)} runnable")
+    return EXIT_OK if found else EXIT_UNUSABLE
+
+
 def run_command(args: argparse.Namespace) -> int:
+    if getattr(args, "list", False):
+        return list_command(args)
+    if getattr(args, "op", None):
+        return _run_operators(args)
+    return _run_one(args)[0]
+
+
+def _run_operators(args: argparse.Namespace) -> int:
+    """`crosscheck run CHECKOUT --op A --op B`: each operator in turn, one report each."""
+    import json
+
+    from runtime import discover
+
+    try:
+        found = discover.discover(args.path, args.op)
+    except SubmissionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    codes, reports = [], []
+    for op in found:
+        try:
+            loaded = discover.load(args.path, op)
+        except SubmissionError as exc:
+            print(f"error: {op.name}: {exc}", file=sys.stderr)
+            codes.append(EXIT_UNUSABLE)
+            continue
+        code, report = _run_one(args, loaded, write_json=False)
+        codes.append(code)
+        if report is not None:
+            reports.append(json.loads(report.to_json()))
+    if args.json is not None:
+        text = json.dumps({"reports": reports} if len(reports) != 1 else reports[0], indent=1)
+        sys.stdout.write(text + "\n") if str(args.json) == "-" else args.json.write_text(text)
+    return max(codes, default=EXIT_UNUSABLE)
+
+
+def _run_one(args: argparse.Namespace, loaded: Any = None, write_json: bool = True) -> tuple[int, Any]:
+    """Run one submission (a path, or an operator `loaded` from a checkout): (exit code, report or None)."""
     from rich.console import Console
 
     from runtime.console import print_report
@@ -77,23 +137,23 @@ def run_command(args: argparse.Namespace) -> int:
         def progress(case, done, total):  # type: ignore[no-untyped-def]
             err.print(f"[{done}/{total}] {case.case}: {case.verdict} ({case.duration_s:.2f} s)")
 
-        report = run_submission(args.path, options, on_case=progress)
+        report = run_submission(args.path, options, on_case=progress, loaded=loaded)
     except (SubmissionError, HostError) as exc:
         err.print(f"[bold red]error:[/] {exc}", soft_wrap=True)  # one line, whatever the width
-        return EXIT_UNUSABLE
+        return EXIT_UNUSABLE, None
     except WarmParentError as exc:
         err.print(f"[bold red]error:[/] infrastructure: {exc}")
-        return EXIT_INFRA
+        return EXIT_INFRA, None
     to_stdout = args.json is not None and str(args.json) == "-"
     print_report(report, err if to_stdout else Console())
-    if args.json is not None:
+    if args.json is not None and write_json:
         text = report.to_json()
         if to_stdout:
             sys.stdout.write(text + "\n")
         else:
             args.json.write_text(text)
     ok = all(verdicts.acceptable(c.verdict, report.mode) for c in report.cases) and report.cases
-    return EXIT_OK if ok else EXIT_FAIL
+    return (EXIT_OK if ok else EXIT_FAIL), report
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,9 +7,8 @@ from pathlib import Path
 from pydantic import field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from jobqueue import DEFAULT_DATA_DIR, embedded_broker_url
 from runtime.host import parse_device_list
-
-DEFAULT_DATA_DIR = Path("crosscheck-data")
 
 
 class Settings(BaseSettings):
@@ -86,7 +85,7 @@ class Settings(BaseSettings):
 
     @property
     def resolved_broker_url(self) -> str:
-        return self.broker_url or f"sqla+sqlite:///{(self.data_dir / 'broker.db').resolve()}"
+        return self.broker_url or embedded_broker_url(self.data_dir)
 
     @property
     def resolved_blob_dir(self) -> Path:

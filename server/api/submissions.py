@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from starlette.datastructures import FormData
 
+from runtime.modes import MODES
 from server.api.deps import BlobsDep, ProducerDep, SessionDep, SettingsDep, enqueue_after_commit, get_settings
 from server.auth import ReadCaller, SubmitCaller
 from server.config import Settings
@@ -106,7 +107,7 @@ MULTIPART_SCHEMA: dict[str, Any] = {
     "properties": {
         "file": {"type": "string", "format": "binary", "description": "a .zip/.tar.gz package or a single .py"},
         "operator": {"type": "string"}, "name": {"type": "string", "description": "alias of operator"},
-        "modes": {"type": "array", "items": {"type": "string", "enum": ["sim", "npu"]},
+        "modes": {"type": "array", "items": {"type": "string", "enum": list(MODES)},
                   "description": "repeatable or comma separated; default sim"},
         "cases": {"type": "array", "items": {"type": "string"}, "description": "run only these case ids"},
         "branch": {"type": "string"}, "commit": {"type": "string"}, "author": {"type": "string"},

@@ -19,6 +19,7 @@ import httpx2 as httpx
 from rich.console import Console
 from rich.markup import escape
 
+from runtime.modes import MODES
 from runtime import archive
 from server.commands import local
 
@@ -42,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help=f"server URL (default: $CROSSCHECK_SERVER or {DEFAULT_SERVER})")
     p.add_argument("--token", default=None,
                    help="API token (default: $CROSSCHECK_TOKEN, else the admin token in $DATA_DIR/tokens.json)")
-    p.add_argument("--mode", action="append", choices=["sim", "npu"], default=[], help="repeatable; default sim")
+    p.add_argument("--mode", action="append", choices=list(MODES), default=[], help="repeatable; default sim")
     p.add_argument("--case", action="append", default=[], metavar="ID", help="run only this case (repeatable)")
     p.add_argument("--operator", default=None, help="operator name (default: the package's op_name)")
     p.add_argument("--branch", default=None)

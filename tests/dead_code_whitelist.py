@@ -35,3 +35,6 @@ _.starts  # worker/warm.py: how many warm parents a holder started (tests/worker
 
 # Not read yet: runtime/jobfiles.py Entry records them; the hardening issue reworks that module.
 _.mtime, _.ctime
+
+# Read by argparse when it formats --help (runtime/cli_help.py sets it on every subparser).
+_.formatter_class

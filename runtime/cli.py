@@ -6,22 +6,14 @@ import os
 import sys
 from pathlib import Path
 
-from runtime.modes import MODES
 from runtime import verdicts
+from runtime.calculator import default_cache_dir
 from runtime.errors import HostError, SubmissionError
+from runtime.modes import MODES
 
 # 0: every case acceptable; 1: a kernel defect; 2: unusable input (or no NPU for --mode npu);
 # 3: our infrastructure failed (the warm parent could not start or died).
 EXIT_OK, EXIT_FAIL, EXIT_UNUSABLE, EXIT_INFRA = 0, 1, 2, 3
-
-
-def default_cache_dir() -> Path:
-    """Where the graph-verify calculator is cached (CROSSCHECK_CACHE_DIR overrides)."""
-    env = os.environ.get("CROSSCHECK_CACHE_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pto-crosscheck"
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:

@@ -30,6 +30,7 @@ TORCH_DTYPES = {
     "uint8": torch.uint8, "bool": torch.bool,
 }
 MAX_MESSAGE_CHARS = 8000
+SCRUB_SHARE = 8  # the freed-memory scrub uses at most 1/8 of the job's memory limit
 # pypto's own CSV compare for scripts has no golden to use; the script's asserts carry the tolerance.
 SCRIPT_GRAPH_TOLERANCE = (1e-3, 1e-3)
 # C++ backtrace frames pypto appends to messages: "libX.so(symbol+0x1e) [0x7f...]".
@@ -199,7 +200,7 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
     # Sent before the implementation is imported: the leader holds these hashes, so a kernel
     # that later edits the goldens in memory or on disk cannot make the harness's compare agree.
     rec.events.emit("golden", sha256=[dumps.sha256(g) for g in goldens])
-    _scrub_freed_memory([*inputs, *goldens])
+    _scrub_freed_memory([*inputs, *goldens], int(req["limits"]["memory_bytes"]) // SCRUB_SHARE)
     graph = _install_graph_verify(req, rec, case, tolerance)
     with stage(rec, mode, src):
         wrapper = load_function(src, req["impl"])
@@ -245,7 +246,7 @@ def _time_kernel(rec: instrument.Recorder, device: device_mod.Device, mode: str,
     rec.events.emit("timing", status="ok", device=device.name, **result)
 
 
-def _scrub_freed_memory(like: list[torch.Tensor], rounds: int = 4) -> None:
+def _scrub_freed_memory(like: list[torch.Tensor], budget_bytes: int, rounds: int = 4) -> None:
     """Overwrite freed blocks that may still hold golden values with NaN bytes.
 
     Computing the golden frees temporaries holding (copies of) the answer; the wrapper's
@@ -253,9 +254,18 @@ def _scrub_freed_memory(like: list[torch.Tensor], rounds: int = 4) -> None:
     "matches" the golden by accident (seen with sigmoid in SIM: bit-identical, zero launches
     writing). Allocating same-sized blocks, filling and freeing them makes that unlikely, so a
     match without a write stays strong evidence of a cheat.
+
+    The scrub is the harness's work, not the kernel's: it stays within a share of the job's memory
+    limit (smallest blocks first, fewer rounds for big ones), so it can never be what hits the limit.
     """
     sizes = sorted({t.numel() * t.element_size() for t in like if t.device.type == "cpu"})
-    blocks = [torch.empty(n, dtype=torch.uint8).fill_(0xFF) for n in sizes for _ in range(rounds)]
+    blocks, used = [], 0
+    for n in sizes:
+        for _ in range(rounds):
+            if used + n > budget_bytes:
+                break
+            blocks.append(torch.empty(n, dtype=torch.uint8).fill_(0xFF))
+            used += n
     del blocks
 
 

@@ -18,7 +18,8 @@ from runtime.errors import NO_NPU_MESSAGE, HostError, SubmissionError
 from runtime.host import choose_device, environment, npu_fingerprint, npu_status
 from runtime.jobenv import JobDirs, job_environment
 from runtime.jobfiles import JobFiles
-from runtime.lint import GOLDEN_FALLBACK, lint_files
+from runtime import pypto_api
+from runtime.lint import GOLDEN_FALLBACK, VERSION_SKEW_RULES, lint_files
 from runtime.outcome import JobContext, build
 from runtime.report import CaseResult, Diagnosis, ErrorInfo, LintFinding, Report, Stage, Submission
 from runtime.sandbox import Limits
@@ -37,7 +38,11 @@ class RunOptions:
     mode: str = "sim"
     cases: list[str] = field(default_factory=list)
     timeout_s: float = DEFAULT_TIMEOUT_S
-    memory_bytes: int = Limits.memory_bytes
+    memory_bytes: int = Limits.memory_bytes  # per case, its real memory (runtime.sandbox.Limits)
+    nproc: int = Limits.nproc  # per case, processes and threads
+    disk_bytes: int = Limits.disk_bytes  # per case, its job dir
+    # How the caller's users raise each limit ("memory" -> "--memory GIB"), named in resource_limit verdicts.
+    limit_flags: dict[str, str] = field(default_factory=dict)
     work_dir: Path | None = None
     device_id: int | None = None
     graph_verify: bool = True
@@ -79,9 +84,11 @@ def run_submission(path: Path, options: RunOptions, warm: WarmParent | None = No
     _check_case_filter(sub, options.cases)
     syntax_stage, syntax_errors = _syntax(sub)
     lint_start = time.perf_counter()
-    findings = lint_files([sub.root / f for f in sub.python_files], sub.root)
+    api = pypto_api.load(options.cache_dir)  # None without pypto: the version-skew rules are skipped
+    findings = lint_files([sub.root / f for f in sub.python_files], sub.root, api)
+    api_note = f"checked against pypto {api.version}'s API" if api else "pypto's API unavailable: names not checked"
     lint_stage = Stage("lint", "ok", round(time.perf_counter() - lint_start, 4),
-                       f"{len(findings)} finding(s)")
+                       f"{len(findings)} finding(s); {api_note}")
     report = Report(
         submission=Submission(kind=sub.kind, name=sub.name, sha256=sub.sha256, files=sub.files),
         mode=options.mode, environment=environment(device=_device_name(options), npu=npu), lint=findings,
@@ -144,6 +151,7 @@ class _CaseRunner:
         self.work = work
         self.shared_stages = shared_stages
         self.golden_fallback = any(f.rule == GOLDEN_FALLBACK for f in findings)
+        self.skew_findings = [f for f in findings if f.rule in VERSION_SKEW_RULES]
         self.warm: WarmParent | None = None
         self.sandbox_info: dict[str, Any] | None = None
         self.standin_used = False  # a SIM case imported the torch_npu stand-in (runtime.standin)
@@ -211,8 +219,8 @@ class _CaseRunner:
         for p in [dirs.root, dirs.src, *dirs.src.rglob("*")]:
             p.chmod(0o755 if p.is_dir() else 0o644)
         assert self.warm is not None
-        limits = Limits(timeout_s=timeout_s, memory_bytes=self.options.memory_bytes,
-                        isolate_network=self.options.isolate_network,
+        limits = Limits(timeout_s=timeout_s, memory_bytes=self.options.memory_bytes, nproc=self.options.nproc,
+                        disk_bytes=self.options.disk_bytes, isolate_network=self.options.isolate_network,
                         drop_privileges=self.options.drop_privileges)
         request = {
             "job_dir": str(dirs.root), "src_dir": str(dirs.src), "work_dir": str(dirs.work),
@@ -224,6 +232,7 @@ class _CaseRunner:
             "mode": self.options.mode, "device_id": self.options.device_id,
             "env": job_environment(dirs, self.options.mode, self.warm.config_path, self.options.device_id),
             "limits": limits.__dict__,
+            "limit_flags": dict(self.options.limit_flags),
             "graph_verify": self._graph_verify_config(),
         }
         return request, dirs
@@ -281,7 +290,8 @@ class _CaseRunner:
                          description=case.description, shapes=[i.shape for i in case.inputs],
                          dtypes=[i.dtype for i in case.inputs], golden_fallback=self.golden_fallback,
                          compare=case.compare, max_mismatch_ratio=case.max_mismatch_ratio,
-                         memory_bytes=self.options.memory_bytes, timeout_s=self.options.timeout_s)
+                         memory_bytes=self.options.memory_bytes, timeout_s=self.options.timeout_s,
+                         skew_findings=self.skew_findings)
         return ctx, request
 
     def _package_request(self, case: Any, label: str) -> tuple[dict[str, Any], JobDirs]:
@@ -330,7 +340,8 @@ class _CaseRunner:
         _script_dir_writable(request, dirs, self.sub.script)
         ctx = JobContext(operator=self.sub.name, case=case_id, mode=self.options.mode, dirs=dirs,
                          is_script=True, golden_fallback=self.golden_fallback,
-                         memory_bytes=self.options.memory_bytes, timeout_s=self.options.timeout_s)
+                         memory_bytes=self.options.memory_bytes, timeout_s=self.options.timeout_s,
+                         skew_findings=self.skew_findings)
         return ctx, request
 
     def _finish(self, ctx: JobContext, request: dict[str, Any]) -> CaseResult:

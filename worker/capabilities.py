@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from runtime import calculator, graph_verify
 from runtime.modes import MODES
-from runtime import calculator
 from runtime.errors import NO_NPU_MESSAGE
 from runtime.host import environment, npu_devices, npu_status
 from runtime.npu_probe import NpuHost, probe
@@ -119,8 +119,8 @@ class CalculatorBuild:
     def ensure(self) -> str:
         """Start the build unless the calculator is ready; returns the state."""
         ready, _ = calculator.status(self.cache_dir)
-        if ready or self.proc is not None:
-            return self.state()
+        if ready or self.proc is not None or graph_verify.version_problem(environment().pypto):
+            return self.state()  # an unsupported pypto runs without graph verify (docs/versions.md §2)
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as out:
             # A session of its own, so stop() can interrupt cmake and make with it.

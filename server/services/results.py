@@ -176,8 +176,8 @@ def refresh_operator(session: Session, operator_id: int) -> None:
     operator.updated_at = utcnow()
 
 
-_MODE_ORDER = ("suspect_fake_pass", "crash", "timeout", "structural_error", "graph_fail", "precision_fail",
-               "not_run", "sim_output_unwritten", "sim_garbage_graph_ok", "pass")
+_MODE_ORDER = ("suspect_fake_pass", "crash", "timeout", "resource_limit", "structural_error", "graph_fail",
+               "precision_fail", "version_skew", "not_run", "sim_output_unwritten", "sim_garbage_graph_ok", "pass")
 
 
 def _worst_mode_verdict(values: list[str]) -> str | None:

@@ -130,7 +130,7 @@ def create_submission(
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)] = None,
 ) -> SubmissionAccepted:
     """Validate and store the bundle, create one job per mode, and enqueue them after commit."""
-    new.idempotency_key, new.submitted_by = idempotency_key or None, caller.name
+    new.idempotency_key, new.submitted_by, new.token_id = idempotency_key or None, caller.name, caller.token_id
     sub, jobs, created = submissions.create_once(session, blobs, settings, new)
     if created:
         for job in jobs:

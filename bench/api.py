@@ -1,10 +1,13 @@
-"""API read latency at scale (issue 4's benchmark): 1k operators x 100 jobs x 10 cases = 1M case results.
+"""API read latency at scale (issue 4's benchmark): 1k operators x 100 jobs x 10 cases = 1M case results;
+with --depth, 1,000 runs per operator (issue 15's): 10M case results, or 1M with --operators 100.
 
-Seeds a dedicated PostgreSQL database (bench/dashboard.py's bulk seeding), then times, in process
-(routing, auth, queries, serialization; no network), p50 and p99 of /operators,
-/operators/{name}/history and a filtered /cases. Target: p99 <= 100 ms.
+Seeds a dedicated database in bulk (bench/seed.py), then times, in process (routing, auth, queries,
+serialization; no network), p50 and p99 of /operators, /operators/{name}/history (the default last
+100 runs, a cursor page back, a year in 200 min/max buckets) and filtered /cases. Target: p99 <= 100 ms.
 
-    python bench/api.py                      # the full 1M rows on PostgreSQL (a few minutes to seed)
+    python bench/api.py                      # the full 1M rows on PostgreSQL
+    python bench/api.py --depth              # 10M rows, 1,000 runs per operator, on PostgreSQL
+    python bench/api.py --depth --operators 100 --sqlite   # 1M rows on SQLite
     python bench/api.py --operators 100 --jobs 10 --requests 20   # a quick look
 """
 from __future__ import annotations
@@ -13,6 +16,7 @@ import argparse
 import statistics
 import sys
 import tempfile
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy import create_engine, text
@@ -21,7 +25,8 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 sys.path.insert(0, str(BENCH))
 
-from dashboard import PG_ADMIN_URL, seed, timed_app  # noqa: E402
+from dashboard import DEPTH_CASES, DEPTH_RUNS, PG_ADMIN_URL, timed_app  # noqa: E402
+from seed import seed  # noqa: E402
 
 from server.config import Settings  # noqa: E402
 from server.migrate import upgrade  # noqa: E402
@@ -41,8 +46,12 @@ def measure(settings: Settings, requests: int, operators: int) -> list[tuple[str
         secret = tokens.create(session, "bench", ["read"])[1]
         session.commit()
         name = session.scalar(text("SELECT name FROM operators WHERE id = :id"), {"id": max(1, operators // 2)})
+        job = session.scalar(text("SELECT min(id) FROM (SELECT id FROM jobs WHERE operator_id = :id "
+                                  "ORDER BY created_at DESC, id DESC LIMIT 100) newest"), {"id": max(1, operators // 2)})
+    year = (datetime.now(UTC) - timedelta(days=365)).strftime("%Y-%m-%dT%H:%M:%SZ")
     urls = ["/api/v1/operators", "/api/v1/operators?verdict=kernel_defect&verdict=structural_error&limit=50",
             f"/api/v1/operators/{name}/history", f"/api/v1/operators/{name}/history?mode=sim",
+            f"/api/v1/operators/{name}/history?cursor={job}", f"/api/v1/operators/{name}/history?since={year}&buckets=200",
             "/api/v1/cases?verdict=pass&mode=npu&limit=100", f"/api/v1/cases?operator={name}&mode=sim&limit=100",
             "/api/v1/cases?branch=main&limit=100"]
     timed, server_ms = timed_app(app)
@@ -70,15 +79,20 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=100)
     ap.add_argument("--cases", type=int, default=10)
     ap.add_argument("--requests", type=int, default=100)
+    ap.add_argument("--depth", action="store_true", help=f"{DEPTH_RUNS} runs per operator, {DEPTH_CASES} cases each")
+    ap.add_argument("--sqlite", action="store_true", help="SQLite in a temp dir instead of PostgreSQL")
     args = ap.parse_args()
+    if args.depth:
+        args.jobs, args.cases = DEPTH_RUNS, DEPTH_CASES
     admin = create_engine(PG_ADMIN_URL.replace("postgresql://", "postgresql+psycopg://"), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f"DROP DATABASE IF EXISTS {PG_DB} WITH (FORCE)"))
-        conn.execute(text(f"CREATE DATABASE {PG_DB}"))
-    url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{PG_DB}"
+    if not args.sqlite:
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS {PG_DB} WITH (FORCE)"))
+            conn.execute(text(f"CREATE DATABASE {PG_DB}"))
     ok = True
     try:
         with tempfile.TemporaryDirectory(prefix="bench-api-") as tmp:
+            url = f"sqlite:///{tmp}/bench.db" if args.sqlite else PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{PG_DB}"
             settings = Settings(data_dir=Path(tmp), database_url=url)
             upgrade(settings.resolved_database_url)
             seed(settings.resolved_database_url, args.operators, args.jobs, args.cases)
@@ -93,8 +107,9 @@ def main() -> int:
         from server import db
 
         db.reset_caches()
-        with admin.connect() as conn:
-            conn.execute(text(f"DROP DATABASE IF EXISTS {PG_DB} WITH (FORCE)"))
+        if not args.sqlite:
+            with admin.connect() as conn:
+                conn.execute(text(f"DROP DATABASE IF EXISTS {PG_DB} WITH (FORCE)"))
         admin.dispose()
     return 0 if ok else 1
 

@@ -1,10 +1,24 @@
-"""Safe unpacking of submitted .zip and .tar.gz packages."""
+"""Operator bundles and artifact tarballs: the one archive reader (one set of safety rules) and
+the one deterministic zip writer.
+
+Every archive we read came from someone else (a submitter, or a worker that ran untrusted kernel
+code), so every reader here applies the same rules before anything is written or returned:
+- member names are relative, without `..` (nothing lands outside the destination);
+- only regular files and folders: links, devices and FIFOs are refused, never created;
+- at most `Limits.members` members and `Limits.unpacked_bytes` bytes, counted while reading
+  (a zip header's declared size may lie).
+"""
 from __future__ import annotations
 
+import io
 import stat
 import tarfile
 import zipfile
-from pathlib import Path, PurePosixPath
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path, PurePath, PurePosixPath
+from typing import IO
 
 from runtime.errors import SubmissionError
 
@@ -12,93 +26,173 @@ MAX_ARCHIVE_BYTES = 20 * 1024 * 1024
 MAX_UNPACKED_BYTES = 100 * 1024 * 1024
 MAX_MEMBERS = 2000
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz")
+ZIP_EPOCH = (2020, 1, 1, 0, 0, 0)  # every member's time in the zips we write
+CHUNK_BYTES = 1024 * 1024
 
 
-def is_archive(path: Path) -> bool:
+class UnsafeArchive(SubmissionError):
+    """The archive breaks a rule above, or cannot be read; the message names the member."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    members: int
+    unpacked_bytes: int
+
+
+@dataclass(frozen=True)
+class _Member:
+    name: PurePosixPath
+    is_dir: bool
+    size: int  # as declared
+    open: Callable[[], IO[bytes]]
+
+
+def bundle_limits() -> Limits:
+    """The limits for a submitted operator bundle."""
+    return Limits(MAX_MEMBERS, MAX_UNPACKED_BYTES)
+
+
+def is_archive(path: PurePath) -> bool:
     return path.name.lower().endswith(ARCHIVE_SUFFIXES)
 
 
-def _check_member_name(archive: str, name: str) -> PurePosixPath:
-    pure = PurePosixPath(name.replace("\\", "/"))
-    if pure.is_absolute() or name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
-        raise SubmissionError(f"{archive}: member '{name}' has an absolute path")
-    if ".." in pure.parts:
-        raise SubmissionError(f"{archive}: member '{name}' contains '..'")
-    return pure
+def write_zip(files: Iterable[tuple[str, bytes]]) -> bytes:
+    """A deflated zip of (path, bytes) in path order, with fixed times and modes: the same files
+    always give the same bytes, so the same sha256."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in sorted(files):
+            info = zipfile.ZipInfo(name, ZIP_EPOCH)
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED  # a bare ZipInfo would be stored uncompressed
+            zf.writestr(info, data)
+    return buf.getvalue()
 
 
-def _check_totals(archive: str, count: int, total: int) -> None:
-    if count > MAX_MEMBERS:
-        raise SubmissionError(f"{archive}: too many members ({count} > {MAX_MEMBERS})")
-    if total > MAX_UNPACKED_BYTES:
-        raise SubmissionError(
-            f"{archive}: oversized archive: unpacks to {total} bytes (limit {MAX_UNPACKED_BYTES})"
-        )
-
-
-def unpack(path: Path, dest: Path) -> Path:
-    """Unpack `path` into `dest` after checking every member; returns `dest`."""
+def unpack(path: Path, dest: Path, limits: Limits | None = None) -> Path:
+    """Unpack the archive at `path` into `dest` after checking every member; returns `dest`."""
     size = path.stat().st_size
     if size > MAX_ARCHIVE_BYTES:
-        raise SubmissionError(f"{path.name}: oversized archive: {size} bytes (limit {MAX_ARCHIVE_BYTES})")
-    dest.mkdir(parents=True, exist_ok=True)
-    if path.name.lower().endswith(".zip"):
-        _unpack_zip(path, dest)
-    else:
-        _unpack_tar(path, dest)
+        raise UnsafeArchive(f"{path.name}: oversized archive: {size} bytes (limit {MAX_ARCHIVE_BYTES})")
+    with open(path, "rb") as f:
+        unpack_stream(f, path.name, dest, limits)
     return dest
 
 
-def _unpack_zip(path: Path, dest: Path) -> None:
-    try:
-        zf = zipfile.ZipFile(path)
-    except zipfile.BadZipFile as exc:
-        raise SubmissionError(f"{path.name}: not a valid zip archive ({exc})") from None
-    with zf:
-        infos = zf.infolist()
-        _check_totals(path.name, len(infos), sum(i.file_size for i in infos))
-        for info in infos:
-            pure = _check_member_name(path.name, info.filename)
-            mode = info.external_attr >> 16
-            if stat.S_ISLNK(mode):
-                raise SubmissionError(f"{path.name}: member '{info.filename}' is a link")
-            target = dest.joinpath(*pure.parts)
-            if info.is_dir():
-                target.mkdir(parents=True, exist_ok=True)
+def unpack_stream(fileobj: IO[bytes], label: str, dest: Path, limits: Limits | None = None) -> None:
+    """Unpack an archive read from `fileobj` into `dest` (`label` names it in errors and says
+    whether it is a zip)."""
+    limits = limits or bundle_limits()
+    dest.mkdir(parents=True, exist_ok=True)
+    with _members(fileobj, label, limits) as members:
+        left = limits.unpacked_bytes
+        for m in members:
+            target = dest.joinpath(*m.name.parts)
+            try:
+                if m.is_dir:
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with m.open() as src, open(target, "wb") as out:
+                    left -= _copy(src, out, left, label, m)
+            except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError) as exc:
+                raise UnsafeArchive(f"{label}: member '{m.name}' cannot be unpacked ({exc})") from None
+
+
+def read_files(data: bytes, label: str, keep: Callable[[PurePosixPath], bool], max_file_bytes: int,
+               max_files: int, limits: Limits | None = None) -> dict[str, bytes]:
+    """{path: bytes} of the kept files of an archive held in memory, at most `max_files`;
+    files declared larger than `max_file_bytes` are left out."""
+    limits = limits or bundle_limits()
+    out: dict[str, bytes] = {}
+    with _members(io.BytesIO(data), label, limits) as members:
+        for m in members:
+            if len(out) >= max_files:
+                break
+            if m.is_dir or m.size > max_file_bytes or not keep(m.name):
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(info) as src, open(target, "wb") as out:
-                # Read with a cap: the declared size in the header may lie.
-                data = src.read(MAX_UNPACKED_BYTES + 1)
-                if len(data) > MAX_UNPACKED_BYTES:
-                    raise SubmissionError(f"{path.name}: oversized archive: member '{info.filename}' too large")
-                out.write(data)
+            buf = io.BytesIO()
+            try:
+                with m.open() as src:
+                    _copy(src, buf, max_file_bytes, label, m)
+            except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError) as exc:
+                raise UnsafeArchive(f"{label}: member '{m.name}' cannot be read ({exc})") from None
+            out[m.name.as_posix()] = buf.getvalue()
+    return out
 
 
-def _unpack_tar(path: Path, dest: Path) -> None:
+def _copy(src: IO[bytes], out: IO[bytes], cap: int, label: str, m: _Member) -> int:
+    copied = 0
+    while chunk := src.read(CHUNK_BYTES):
+        copied += len(chunk)
+        if copied > cap:
+            raise UnsafeArchive(f"{label}: oversized archive: member '{m.name}' goes past the limit")
+        out.write(chunk)
+    return copied
+
+
+@contextmanager
+def _members(fileobj: IO[bytes], label: str, limits: Limits) -> Iterator[list[_Member]]:
+    """The archive's members, every one checked against the rules above."""
+    if label.lower().endswith(".zip"):
+        try:
+            zf = zipfile.ZipFile(fileobj)
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise UnsafeArchive(f"{label}: not a valid zip archive ({exc})") from None
+        with zf:
+            yield _checked(label, limits, [_zip_member(label, zf, i) for i in zf.infolist()])
+        return
     try:
-        tf = tarfile.open(path, "r:*")
-    except (tarfile.TarError, OSError) as exc:
-        raise SubmissionError(f"{path.name}: not a valid tar.gz archive ({exc})") from None
+        tf = tarfile.open(fileobj=fileobj, mode="r:*")
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise UnsafeArchive(f"{label}: not a readable .tar.gz archive ({exc})") from None
     with tf:
         try:
-            members = tf.getmembers()
+            infos = tf.getmembers()
         except (tarfile.TarError, EOFError, OSError) as exc:
-            raise SubmissionError(f"{path.name}: corrupt tar archive ({exc})") from None
-        _check_totals(path.name, len(members), sum(m.size for m in members if m.isfile()))
-        for member in members:
-            pure = _check_member_name(path.name, member.name)
-            if member.issym() or member.islnk():
-                raise SubmissionError(f"{path.name}: member '{member.name}' is a link")
-            if not (member.isfile() or member.isdir()):
-                raise SubmissionError(f"{path.name}: member '{member.name}' is not a regular file")
-            target = dest.joinpath(*pure.parts)
-            if member.isdir():
-                target.mkdir(parents=True, exist_ok=True)
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            src = tf.extractfile(member)
-            if src is None:
-                raise SubmissionError(f"{path.name}: member '{member.name}' cannot be read")
-            with src, open(target, "wb") as out:
-                out.write(src.read())
+            raise UnsafeArchive(f"{label}: not a readable .tar.gz archive ({exc})") from None
+        yield _checked(label, limits, [_tar_member(label, tf, i) for i in infos])
+
+
+def _checked(label: str, limits: Limits, members: list[_Member]) -> list[_Member]:
+    if len(members) > limits.members:
+        raise UnsafeArchive(f"{label}: too many members ({len(members)} > {limits.members})")
+    total = sum(m.size for m in members if not m.is_dir)
+    if total > limits.unpacked_bytes:
+        raise UnsafeArchive(f"{label}: oversized archive: unpacks to {total} bytes (limit {limits.unpacked_bytes})")
+    return members
+
+
+def _name(label: str, name: str) -> PurePosixPath:
+    pure = PurePosixPath(name.replace("\\", "/"))
+    if pure.is_absolute() or name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
+        raise UnsafeArchive(f"{label}: member '{name}' escapes the folder: it has an absolute path")
+    if ".." in pure.parts:
+        raise UnsafeArchive(f"{label}: member '{name}' escapes the folder: it contains '..'")
+    if not pure.parts:
+        raise UnsafeArchive(f"{label}: a member has an empty name")
+    return pure
+
+
+def _zip_member(label: str, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> _Member:
+    pure = _name(label, info.filename)
+    if stat.S_ISLNK(info.external_attr >> 16):
+        raise UnsafeArchive(f"{label}: member '{info.filename}' is a link")
+    return _Member(pure, info.is_dir(), info.file_size, lambda: zf.open(info))
+
+
+def _tar_member(label: str, tf: tarfile.TarFile, info: tarfile.TarInfo) -> _Member:
+    pure = _name(label, info.name)
+    if info.issym() or info.islnk():
+        raise UnsafeArchive(f"{label}: member '{info.name}' is a link")
+    if not (info.isfile() or info.isdir()):
+        raise UnsafeArchive(f"{label}: member '{info.name}' is not a regular file or folder")
+
+    def open_member() -> IO[bytes]:
+        handle = tf.extractfile(info)
+        if handle is None:
+            raise UnsafeArchive(f"{label}: member '{info.name}' cannot be read")
+        return handle
+
+    return _Member(pure, info.isdir(), info.size, open_member)

@@ -42,8 +42,13 @@ def library_path(cache_dir: Path, key: CalculatorKey | None = None) -> Path:
     return Path(cache_dir) / "calculator" / key.dirname / "lib" / LIB_NAME
 
 
-def status(cache_dir: Path | None) -> tuple[bool, str]:
-    """(ready, reason)."""
+def status(cache_dir: Path | None, pypto_version: str | None = None) -> tuple[bool, str]:
+    """(ready, reason). A pypto that graph verify does not support needs no calculator (docs/versions.md §2)."""
+    from runtime.graph_verify import version_problem
+
+    problem = version_problem(pypto_version or metadata.version("pypto"))
+    if problem:
+        return False, problem
     if cache_dir is None:
         return False, "no calculator cache dir configured"
     lib = library_path(cache_dir)

@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 
+from runtime.modes import MODES
 from runtime import verdicts
 from runtime.errors import HostError, SubmissionError
 
@@ -23,12 +24,31 @@ def default_cache_dir() -> Path:
     return Path(base) / "pto-crosscheck"
 
 
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a positive, finite number")
+    return value
+
+
+def _processes(text: str) -> int:
+    if not text.isdigit() or not 8 <= int(text) <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a process count from 8 to 1000000")
+    return int(text)
+
+
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", type=Path, help="operator package (folder, .zip, .tar.gz) or a .py script")
-    p.add_argument("--mode", choices=["sim", "npu"], default="sim")
+    p.add_argument("--mode", choices=list(MODES), default="sim")
     p.add_argument("--case", action="append", default=[], metavar="ID", help="run only this case (repeatable)")
     p.add_argument("--timeout", type=float, default=300.0, metavar="S", help="wall-clock limit per case")
-    p.add_argument("--memory", type=float, default=8.0, metavar="GIB", help="address-space limit per case")
+    p.add_argument("--memory", type=_positive, default=8.0, metavar="GIB",
+                   help="real memory per case, its process tree as a whole (a cgroup where possible)")
+    p.add_argument("--processes", type=_processes, default=512, metavar="N", help="processes and threads per case")
+    p.add_argument("--disk", type=_positive, default=4.0, metavar="GIB", help="disk per case, its whole job dir")
     p.add_argument("--json", type=Path, metavar="FILE", help="write the JSON report here ('-' for stdout)")
     p.add_argument("--work-dir", type=Path, help="where job dirs go (default: a new temp dir)")
     p.add_argument("--device", type=int, default=None, metavar="ID",
@@ -70,7 +90,8 @@ def run_command(args: argparse.Namespace) -> int:
 
     err = Console(stderr=True)
     options = RunOptions(mode=args.mode, cases=args.case, timeout_s=args.timeout,
-                         memory_bytes=int(args.memory * 2**30), work_dir=args.work_dir, device_id=args.device,
+                         memory_bytes=int(args.memory * 2**30), nproc=args.processes,
+                         disk_bytes=int(args.disk * 2**30), work_dir=args.work_dir, device_id=args.device,
                          graph_verify=not args.no_graph_verify, verify_passes=args.verify_passes,
                          cache_dir=args.cache_dir or default_cache_dir(), parallel=max(1, args.jobs))
     try:

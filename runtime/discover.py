@@ -10,18 +10,16 @@ it instead of skipping it silently.
 """
 from __future__ import annotations
 
-import io
 import os
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runtime import archive
 from runtime.cases import load_case_file
 from runtime.errors import SubmissionError
 
 CASE_FILE = "test_cases.json"
 SKIP_DIRS = {"__pycache__", ".git", "output", ".pytest_cache", ".mypy_cache", ".ruff_cache", "node_modules"}
-ZIP_EPOCH = (2020, 1, 1, 0, 0, 0)
 MAX_BUNDLE_BYTES = 5 * 1024 * 1024
 
 
@@ -92,14 +90,7 @@ def pack(checkout: Path, operator: FoundOperator) -> bytes:
     always give the same bytes."""
     root = Path(checkout).resolve()
     prefix = "" if operator.folder == "." else operator.folder + "/"
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for rel in operator.files:
-            info = zipfile.ZipInfo(rel.removeprefix(prefix), ZIP_EPOCH)
-            info.external_attr = 0o644 << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            zf.writestr(info, (root / rel).read_bytes())
-    data = buf.getvalue()
+    data = archive.write_zip((rel.removeprefix(prefix), (root / rel).read_bytes()) for rel in operator.files)
     if len(data) > MAX_BUNDLE_BYTES:
         raise SubmissionError(f"{operator.folder}: the bundle is {len(data)} bytes, over {MAX_BUNDLE_BYTES >> 20} MiB")
     return data

@@ -15,8 +15,6 @@ DTYPE_ALIASES: dict[str, tuple[str, ...]] = {
 }
 _LOOKUP = {alias: name for name, aliases in DTYPE_ALIASES.items() for alias in aliases}
 
-FLOAT_DTYPES = {"float32", "float16", "bfloat16"}
-
 # (rtol, atol) when a case gives none: fp32 1e-3 (elementwise/reductions); bf16 2^-7 / 1e-4;
 # fp16 1e-3 / 5e-3 (LSTM-style fp16 outputs); integers and bool compare exactly.
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {

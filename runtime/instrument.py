@@ -44,6 +44,7 @@ class Recorder:
         self.inputs: list[torch.Tensor] = []
         self.goldens: list[torch.Tensor] | None = None
         self.observing = True  # off while timing: launches then run bare (mode still forced)
+        self.graph_on = False  # scripts under graph verify: asserts judge the graph's result
 
     @contextmanager
     def unobserved(self) -> Iterator[None]:
@@ -56,11 +57,6 @@ class Recorder:
 
 
 _recorder: Recorder | None = None
-
-
-def recorder() -> Recorder:
-    assert _recorder is not None, "instrumentation not installed"
-    return _recorder
 
 
 def _snapshot(t: torch.Tensor) -> torch.Tensor | None:
@@ -177,5 +173,37 @@ def _record_assert(rec: Recorder, api: str, actual: Any, desired: Any, rtol: flo
     except Exception as exc:  # noqa: BLE001 - the script's own assert still runs and decides
         m = {"error": f"{type(exc).__name__}: {exc}"}
     entry = {"api": api, "index": len(rec.asserts), "metrics": m, "launches_before": len(rec.launches)}
+    if rec.graph_on:
+        entry["graph"] = _graph_source(rec, actual, desired, float(rtol), float(atol))
     rec.asserts.append(entry)
     rec.events.emit("assert", **entry)
+
+
+def _graph_source(rec: Recorder, actual: Any, desired: Any, rtol: float, atol: float) -> dict[str, Any]:
+    """Which launch output the asserted value is (by value), and how the SIM garbage it replaced compares.
+
+    With graph verify on, the output holds the tensor graph's result; SIM itself wrote nothing, so the
+    bytes before the launch are what plain SIM would have left there (docs/realops.md §4).
+    """
+    import numpy as np
+
+    try:
+        got = np.asarray(actual.detach().cpu() if isinstance(actual, torch.Tensor) else actual, dtype=np.float64)
+    except (TypeError, ValueError):
+        return {"on_graph_result": False}
+    for index in range(len(rec.launches) - 1, -1, -1):
+        launch = rec.launches[index]
+        for arg, (tensor, written) in enumerate(zip(launch.args, launch.written)):
+            before = launch.before[arg] if arg < len(launch.before) else None
+            if not written or before is None or tensor.numel() != got.size:
+                continue
+            now = tensor.detach().cpu().to(torch.float64).reshape(got.shape).numpy()
+            if np.array_equal(now, got, equal_nan=True):
+                garbage = before.to(torch.float64).reshape(got.shape).numpy()
+                try:
+                    sim = metrics.compare(garbage, desired, rtol, atol)
+                except Exception as exc:  # noqa: BLE001 - evidence only
+                    sim = {"error": f"{type(exc).__name__}: {exc}"}
+                return {"on_graph_result": True, "launch": index, "arg": arg, "kernel": launch.kernel,
+                        "sim_garbage": sim}
+    return {"on_graph_result": False}

@@ -7,6 +7,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runtime import imports
 from runtime.archive import is_archive, unpack
 from runtime.cases import CaseFile, load_case_file
 from runtime.errors import SubmissionError
@@ -109,16 +110,32 @@ def _digest(root: Path, files: list[str]) -> str:
 
 
 def _load_script(path: Path) -> Submission:
-    root = path.resolve().parent
-    rel = path.name
+    """A script alone, or with what it imports from its checkout when it walks up to `src/` (docs/realops.md §3)."""
+    path = path.resolve()
+    root = imports.tree_root(path)
+    if root is None:
+        root, files = path.parent, [path.name]
+    else:
+        files = script_files(root, path)
     return Submission(
         kind="script",
         name=path.stem,
         root=root,
-        sha256=_digest(root, [rel]),
-        files=[rel],
-        script=rel,
+        sha256=_digest(root, files),
+        files=files,
+        script=path.relative_to(root).as_posix(),
     )
+
+
+def script_files(root: Path, script: Path) -> list[str]:
+    """The script, the files beside it (goldens, test_cases.json) and what they import from the checkout."""
+    here = script.parent
+    beside = [p for p in sorted(here.iterdir()) if p.is_file() and not p.is_symlink() and p.suffix != ".pyc"
+              and not p.name.startswith(".")]
+    files = imports.closure(root, [script, *beside], imports.import_roots(root, [here]))
+    if len(files) > MAX_FILES:
+        raise SubmissionError(f"{script.name}: needs too many files from {root} ({len(files)} > {MAX_FILES})")
+    return files
 
 
 def _load_package(root: Path, fallback_name: str) -> Submission:

@@ -7,9 +7,8 @@ from pathlib import Path
 from pydantic import field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from jobqueue import DEFAULT_DATA_DIR, embedded_broker_url
 from runtime.host import parse_device_list
-
-DEFAULT_DATA_DIR = Path("crosscheck-data")
 
 
 class Settings(BaseSettings):
@@ -43,6 +42,8 @@ class Settings(BaseSettings):
     npu_state_dir: Path | None = None  # default: data_dir/npu
     # An NPU job waits as awaiting_npu while no NPU worker is online, and expires after this long.
     npu_wait_s: float = 24 * 3600.0
+    # `crosscheck db compact` keeps every case result this many days, then thins them (docs/history.md).
+    retention_days: int = 180
 
     @field_validator("case_timeout_s", "case_memory_gib", "job_heartbeat_s", "stale_job_s", "npu_wait_s")
     @classmethod
@@ -57,7 +58,7 @@ class Settings(BaseSettings):
         parse_device_list(value)  # a ValueError names the bad part
         return value.strip()
 
-    @field_validator("npu_quarantine_after")
+    @field_validator("npu_quarantine_after", "retention_days")
     @classmethod
     def _at_least_one(cls, value: int) -> int:
         if value < 1:
@@ -84,7 +85,7 @@ class Settings(BaseSettings):
 
     @property
     def resolved_broker_url(self) -> str:
-        return self.broker_url or f"sqla+sqlite:///{(self.data_dir / 'broker.db').resolve()}"
+        return self.broker_url or embedded_broker_url(self.data_dir)
 
     @property
     def resolved_blob_dir(self) -> Path:

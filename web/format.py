@@ -11,7 +11,7 @@ from markupsafe import Markup, escape
 # A SIM output is leftover memory on CPU hosts; past this the "diff" is noise, not a measurement.
 GARBAGE_ABS_DIFF = 1e6
 SIM_GARBAGE_VERDICTS = ("sim_output_unwritten", "sim_garbage_graph_ok")
-SIM_BROKEN_VERDICTS = ("structural_error", "crash", "timeout", "not_run")
+SIM_BROKEN_VERDICTS = ("structural_error", "crash", "timeout", "resource_limit", "not_run")
 
 
 def sig(value: Any, digits: int = 3) -> str:
@@ -52,14 +52,18 @@ def magnitude(value: Any) -> str:
     return f"10^{math.floor(math.log10(abs(x)))}"
 
 
-def sim_diff(result: Any) -> dict[str, Any]:
+def sim_diff(result: Any, flagged: bool | None = None) -> dict[str, Any]:
     """How to show a SIM result's diff: text, whether it is garbage, and a title explaining it.
 
     `result` is anything with max_abs_diff, nan_count, output_written and verdict (a CaseResult,
-    or an operator summary adapted by the view).
+    or an operator summary adapted by the view). `flagged` says whether the deciding evidence
+    (graph verify or the NPU) cleared the kernel; only then may the title say "not a kernel
+    defect". None: decide from the result's own verdict. Garbage on a defect is shown neutral.
     """
+    if flagged is None:
+        flagged = getattr(result, "verdict", None) in SIM_GARBAGE_VERDICTS
     if result is None:
-        return {"text": "—", "garbage": False, "nan": 0, "title": "no SIM result"}
+        return {"text": "—", "garbage": False, "neutral": False, "nan": 0, "title": "no SIM result"}
     diff = getattr(result, "max_abs_diff", None)
     nan = int(getattr(result, "nan_count", None) or 0)
     verdict = getattr(result, "verdict", None)
@@ -69,13 +73,46 @@ def sim_diff(result: Any) -> dict[str, Any]:
     exact = diff == 0 and not nan
     garbage = bool(diff is not None or nan) and (unwritten or huge) and not exact and verdict != "suspect_fake_pass"
     if verdict in SIM_BROKEN_VERDICTS and diff is None:
-        return {"text": "—", "garbage": False, "nan": 0, "title": f"SIM {verdict}: no output to compare"}
+        return {"text": "—", "garbage": False, "neutral": False, "nan": 0,
+                "title": f"SIM {verdict}: no output to compare"}
     text = magnitude(diff) if diff is not None else ("NaN" if nan else "—")
     title = f"max |diff| = {sig(diff)}" if diff is not None else "no diff"
-    if garbage:
+    if garbage and flagged:
         title += ("; the simulator does not write outputs on CPU hosts, so this is leftover memory, "
                   "not a kernel defect")
-    return {"text": text, "garbage": garbage, "nan": nan, "title": title}
+    elif garbage:
+        title += ("; the simulator does not write outputs on CPU hosts, so this is leftover memory: "
+                  "no evidence either way (graph verify and the NPU decide)")
+    return {"text": text, "garbage": garbage, "neutral": garbage and not flagged, "nan": nan, "title": title}
+
+
+FAKE_GRAPH_TEXT = "failed: output identical to the golden but not written by the kernel"
+
+
+def graph_cell(status: str | None, diff: Any) -> dict[str, str]:
+    """The graph verify cell. A failure with an exact 0 diff is a fake pass (the golden's own
+    tensor came back unwritten), never a healthy-looking 0."""
+    if status == "pass":
+        return {"text": f"✓ {sig(diff)}", "css": "ok", "title": "graph verify matched the golden"}
+    if status == "fail" and diff is not None and float(diff) == 0:
+        return {"text": f"✗ {FAKE_GRAPH_TEXT}", "css": "bad fake",
+                "title": "graph verify failed: the output equals the golden, but the kernel never wrote it"}
+    if status == "fail":
+        return {"text": f"✗ {sig(diff)}", "css": "bad",
+                "title": "graph verify: the tensor graph computes a wrong result"}
+    if status:
+        return {"text": status, "css": "muted", "title": f"graph verify {status}"}
+    return {"text": "—", "css": "muted", "title": "no graph verify result"}
+
+
+NOISE_PREFIX = "noise-"  # runtime.diagnose: known-benign pypto log lines
+
+
+def diagnosis_rules(rules: str | None) -> dict[str, Any]:
+    """A stored space-separated rule list as {shown: real rules, noise: how many benign ones}."""
+    ids = (rules or "").split()
+    return {"shown": [r for r in ids if not r.startswith(NOISE_PREFIX)],
+            "noise": sum(1 for r in ids if r.startswith(NOISE_PREFIX))}
 
 
 def duration(seconds: Any) -> str:
@@ -122,7 +159,8 @@ def label(verdict: str | None) -> str:
         return "—"
     words = {"sim_garbage_npu_ok": "SIM garbage · NPU ok", "sim_garbage_graph_ok": "SIM garbage · graph ok",
              "sim_only_error": "SIM-only error", "npu_only_fail": "NPU-only fail",
-             "sim_output_unwritten": "SIM output unwritten", "graph_fail": "graph fail"}
+             "sim_output_unwritten": "SIM output unwritten", "graph_fail": "graph fail",
+             "version_skew": "written for another pypto"}
     return words.get(verdict, verdict.replace("_", " "))
 
 
@@ -139,6 +177,9 @@ def structure(verdict: str | None) -> dict[str, str]:
         return {"text": "✗ " + label(verdict), "css": "bad", "title": f"SIM: {verdict}"}
     if verdict == "suspect_fake_pass":
         return {"text": "✗ fake pass", "css": "bad", "title": "the result cannot have come from the kernel"}
+    if verdict == "version_skew":
+        return {"text": "✗ other pypto", "css": "warn",
+                "title": "the kernel was written for another pypto than the worker's (docs/versions.md)"}
     return {"text": "✓ runs", "css": "ok", "title": f"SIM compiled and ran the kernel ({label(verdict)})"}
 
 
@@ -148,5 +189,6 @@ def ticks(text: Any) -> Markup:
     return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped))
 
 
-FILTERS = {"ticks": ticks, "sim_diff_of": sim_diff, "slug": slug, "structure": structure, "sig": sig, "magnitude": magnitude, "duration": duration, "percent": percent, "iso": iso,
+FILTERS = {"ticks": ticks, "diagnosis_rules": diagnosis_rules, "graph_cell": graph_cell, "sim_diff_of": sim_diff, "slug": slug, "structure": structure,
+           "sig": sig, "magnitude": magnitude, "duration": duration, "percent": percent, "iso": iso,
            "utc_text": utc_text, "verdict_label": label}

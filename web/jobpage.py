@@ -10,6 +10,7 @@ import logging
 import re
 import shlex
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -22,7 +23,8 @@ from server.models.job import FINISHED
 from server.services import artifacts as artifact_service
 from server.services import jobs as job_service
 from server.services import queries
-from web import charts, source
+from web import charts, evidence, source
+from web import format as fmt
 
 log = logging.getLogger(__name__)
 CASE_DIR = re.compile(r"(?:^|/)(\d{3})-[^/]+/")
@@ -40,6 +42,9 @@ class CaseView:
     timelines: list[dict[str, Any]] = field(default_factory=list)
     trace: str | None = None  # merged_swimlane.json, for Perfetto
     reproduce: str = ""
+    noise: int = 0  # benign pypto log lines the diagnosis hid
+    deciding: dict[str, Any] | None = None  # web.evidence.deciding
+    cost_warning: str = ""
 
     @property
     def report(self) -> dict[str, Any]:
@@ -55,9 +60,10 @@ def build(session: Session, blobs: BlobStore, job_id: int) -> dict[str, Any]:
     needs_source = lint or any(d.get("line") for r in results for d in (r.report or {}).get("diagnosis") or [])
     sources = _sources(blobs, sub) if needs_source and sub else {}
     artifacts = _by_case(_attempt_files(blobs, job))
-    cases = [_case(blobs, job, sub, i, r, sources, artifacts.get(i, [])) for i, r in enumerate(results)]
+    shown: set[tuple[str, int]] = set()  # each source line is excerpted once per page, where it first appears
     for finding in lint:
-        finding["excerpt"] = source.excerpt(sources, finding.get("file", ""), int(finding.get("line") or 0))
+        finding["excerpt"] = _once(shown, source.excerpt(sources, finding.get("file", ""), int(finding.get("line") or 0)))
+    cases = [_case(blobs, job, sub, i, r, sources, artifacts.get(i, []), shown) for i, r in enumerate(results)]
     return {"job": job, "sub": sub, "cases": cases, "lint": lint,
             "environment": (report or {}).get("environment") or job.env_fingerprint or {},
             "siblings": queries.job_siblings(session, job.submission_id) if sub else [job],
@@ -65,18 +71,32 @@ def build(session: Session, blobs: BlobStore, job_id: int) -> dict[str, Any]:
             "finished": job.status in FINISHED, "progress": job.progress or {}}
 
 
+def _once(shown: set[tuple[str, int]], x: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The excerpt the first time its line appears; later, a pointer back to it."""
+    if x is None:
+        return None
+    key = (x["file"], x["line"])
+    if key in shown:
+        return {"file": x["file"], "line": x["line"], "repeat": True}
+    shown.add(key)
+    return x
+
+
 def _case(blobs: BlobStore, job: Job, sub: Submission | None, index: int, r: CaseResult,
-          sources: dict[str, str], files: list[str]) -> CaseView:
+          sources: dict[str, str], files: list[str], shown: set[tuple[str, int]]) -> CaseView:
     rep = r.report or {}
-    stages = [dict(s) for s in rep.get("stages") or [] if isinstance(s, dict)]  # copies: never touch ORM JSON
-    total = sum(float(s.get("duration_s") or 0) for s in stages) or 1.0
-    for s in stages:
-        s["share"] = max(100 * float(s.get("duration_s") or 0) / total, 0.6)
-    diagnoses = []
+    diagnoses, noise = [], 0
     for d in rep.get("diagnosis") or []:
-        diagnoses.append({**d, "excerpt": source.excerpt(sources, d.get("file", ""), int(d.get("line") or 0))})
-    view = CaseView(r, index, stages, diagnoses, files)
-    target = sub.filename if sub else r.operator
+        if str(d.get("rule", "")).startswith(fmt.NOISE_PREFIX):
+            noise += 1  # a known-benign log line: a footnote, never a card
+            continue
+        excerpt = source.excerpt(sources, d.get("file", ""), int(d.get("line") or 0))
+        diagnoses.append({**d, "excerpt": _once(shown, excerpt)})
+    view = CaseView(r, index, evidence.stages(rep, r.verdict), diagnoses, files)
+    view.noise = noise
+    view.deciding = evidence.deciding(rep, job.mode)
+    view.cost_warning = evidence.cost_warning(rep.get("cost_model"))
+    target = PurePosixPath(sub.filename).name if sub else r.operator
     view.reproduce = " ".join(["crosscheck", "run", shlex.quote(target), "--mode", job.mode, "--case",
                                shlex.quote(r.case)])
     launches = sorted({m.group(1) for f in files if (m := re.search(r"(launch\d+)/", f))},

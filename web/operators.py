@@ -1,11 +1,15 @@
 """The operator page: diff history on a log scale, the cost-model trend, the cases table."""
 from __future__ import annotations
 
+from datetime import timedelta
+from typing import Literal
+
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from server.api.deps import SessionDep
-from server.services import commit_history, queries
+from server.models.base import utcnow
+from server.services import commit_history, history, queries
 from server.services.combined import FLAGGED
 from web import charts
 from web.deps import Reader, render
@@ -13,19 +17,31 @@ from web.errors import HtmlRoute
 from web.overview import operator_row
 
 router = APIRouter(route_class=HtmlRoute)
-HISTORY_RUNS = 200
+HISTORY_RUNS = 200  # the default window: the last runs, drawn one point each
+HISTORY_BUCKETS = 200  # longer ranges are drawn as min/max per time bucket (docs/history.md)
+RANGES_DAYS = {"90d": 90, "1y": 365}
+Range = Literal["runs", "90d", "1y"]
 RECENT_JOBS = 20
 
 
+def history_window(range_: str) -> history.Window:
+    """?range=90d|1y: the last days, downsampled; runs (the default): the last HISTORY_RUNS runs."""
+    days = RANGES_DAYS.get(range_)
+    if days is None:
+        return history.Window(limit=HISTORY_RUNS)
+    return history.Window(since=utcnow() - timedelta(days=days), buckets=HISTORY_BUCKETS)
+
+
 @router.get("/operators/{name:path}", response_class=HTMLResponse, name="operator")
-def operator_page(request: Request, name: str, session: SessionDep, caller: Reader) -> HTMLResponse:
+def operator_page(request: Request, name: str, session: SessionDep, caller: Reader,
+                  range: Range = "runs") -> HTMLResponse:  # noqa: A002 (the query parameter's name)
     operator = queries.get_operator(session, name)
-    history = queries.operator_history(session, operator.id, limit=HISTORY_RUNS)
+    runs = history.operator_history(session, operator.id, history_window(range)).points
     row = operator_row(operator, queries.case_summaries(session, [operator.id])[operator.id])
-    return render(request, "operator.html", caller, op=operator, row=row, history=history,
+    return render(request, "operator.html", caller, op=operator, row=row, history=runs, range=range,
                   flagged=operator.combined_verdict in FLAGGED,
-                  diff_chart=charts.diff_history(history),
-                  time_chart=charts.linear_trend(history, "aicore_time_us", "AICore time", "cost", "µs"),
-                  util_chart=charts.linear_trend(history, "utilization", "utilisation", "util", "%", scale=100),
+                  diff_chart=charts.diff_history(runs),
+                  time_chart=charts.linear_trend(runs, "aicore_time_us", "AICore time", "cost", "µs"),
+                  util_chart=charts.linear_trend(runs, "utilization", "utilisation", "util", "%", scale=100),
                   jobs=queries.recent_jobs(session, RECENT_JOBS, operator_id=operator.id),
                   commits=commit_history.by_commit(session, operator.id))

@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse
 from server.api.deps import SessionDep
 from server.errors import InvalidInput
 from server.models.base import utcnow
-from server.services import queries
+from server.services import coverage, queries
 from server.services.combined import COMBINED, FLAGGED
 from web import format as fmt
 from web.deps import Reader, render
@@ -29,9 +29,11 @@ def operator_row(op: Any, cases: list[dict[str, Any]]) -> dict[str, Any]:
     summary = SimpleNamespace(max_abs_diff=op.sim_max_abs_diff, verdict=op.sim_verdict,
                               nan_count=sum(r.nan_count or 0 for r in sims),
                               output_written=False if sims and all(r.output_written is False for r in sims) else None)
-    return {"op": op, "cases": [dict(c, sim_diff=fmt.sim_diff(c["sim"])) for c in cases],
-            "sim_diff": fmt.sim_diff(summary if op.latest_sim_job_id else None),
-            "flagged": op.combined_verdict in FLAGGED}
+    flagged = op.combined_verdict in FLAGGED
+    return {"op": op, "cases": [dict(c, sim_diff=fmt.sim_diff(c["sim"], c["combined_verdict"] in FLAGGED))
+                                for c in cases],
+            "sim_diff": fmt.sim_diff(summary if op.latest_sim_job_id else None, flagged),
+            "flagged": flagged, "coverage": coverage.of_cases(cases)}
 
 
 @router.get("/", response_class=HTMLResponse, name="overview")

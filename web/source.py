@@ -1,11 +1,10 @@
 """Source excerpts for diagnosis cards and lint findings, read from the stored submission bundle."""
 from __future__ import annotations
 
-import io
-import tarfile
-import zipfile
 from pathlib import PurePosixPath
 from typing import Any
+
+from runtime import archive
 
 MAX_SOURCE_BYTES = 1024 * 1024  # a kernel source larger than this is not shown
 MAX_FILES = 200
@@ -13,29 +12,17 @@ CONTEXT_LINES = 3
 
 
 def bundle_sources(data: bytes, filename: str) -> dict[str, str]:
-    """{relative path: text} of the .py files in a bundle (a .py, .zip or .tar.gz), unpacked in memory."""
-    lower = filename.lower()
-    out: dict[str, str] = {}
-    try:
-        if lower.endswith(".py"):
-            out[PurePosixPath(filename).name] = data[:MAX_SOURCE_BYTES].decode("utf-8", "replace")
-        elif lower.endswith(".zip"):
-            with zipfile.ZipFile(io.BytesIO(data)) as zf:
-                for info in zf.infolist()[:MAX_FILES * 5]:
-                    if info.filename.endswith(".py") and info.file_size <= MAX_SOURCE_BYTES and len(out) < MAX_FILES:
-                        out[info.filename] = zf.read(info).decode("utf-8", "replace")
-        elif lower.endswith((".tar.gz", ".tgz")):
-            with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tf:
-                for member in tf:
-                    if member.isfile() and member.name.endswith(".py") and member.size <= MAX_SOURCE_BYTES:
-                        handle = tf.extractfile(member)
-                        if handle is not None:
-                            out[member.name.removeprefix("./")] = handle.read().decode("utf-8", "replace")
-                    if len(out) >= MAX_FILES:
-                        break
-    except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError):
+    """{relative path: text} of the .py files in a bundle (a .py, .zip or .tar.gz), read in memory
+    by the one archive reader; an archive it refuses shows no source."""
+    if filename.lower().endswith(".py"):
+        return {PurePosixPath(filename).name: data[:MAX_SOURCE_BYTES].decode("utf-8", "replace")}
+    if not archive.is_archive(PurePosixPath(filename)):
         return {}
-    return out
+    try:
+        files = archive.read_files(data, filename, lambda p: p.suffix == ".py", MAX_SOURCE_BYTES, MAX_FILES)
+    except archive.UnsafeArchive:
+        return {}
+    return {name: text.decode("utf-8", "replace") for name, text in files.items()}
 
 
 def find_file(sources: dict[str, str], reported: str) -> str | None:

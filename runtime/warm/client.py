@@ -47,6 +47,8 @@ def _pypto_lib_dir() -> Path:
 class WarmParent:
     """Client side: start the warm parent and send it jobs, one at a time."""
 
+    parent_module = "runtime.warm.parent"  # run with `python -m`: a fresh exec, never a fork of the caller
+
     def __init__(self, mode: str = "sim", scratch: Path | None = None):
         self.mode = mode
         self._own_scratch = scratch is None
@@ -76,7 +78,7 @@ class WarmParent:
         env = self.environment()
         log = open(self.scratch / "warm-parent.log", "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "runtime.warm.parent", str(theirs.fileno()), self.mode, str(self.scratch)],
+            [sys.executable, "-m", self.parent_module, str(theirs.fileno()), self.mode, str(self.scratch)],
             pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
         )
         theirs.close()

@@ -6,11 +6,13 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
+from runtime.modes import Mode
 from server.api.deps import SessionDep
 from server.auth import ReadCaller
 from server.schemas.common import ErrorRead, as_utc
 from server.schemas.operator import (
     CaseResultBrief,
+    HistoryDay,
     HistoryPoint,
     OperatorCase,
     OperatorDetail,
@@ -18,11 +20,10 @@ from server.schemas.operator import (
     OperatorList,
     OperatorRead,
 )
-from server.services import combined, queries
+from server.services import combined, history, queries
 
 router = APIRouter(prefix="/operators", tags=["operators"])
 CombinedVerdict = Literal[combined.COMBINED]  # type: ignore[valid-type]
-Mode = Literal["sim", "npu"]
 
 
 @router.get("", response_model=OperatorList, summary="Operators, real defects first")
@@ -53,11 +54,22 @@ def read_operator(name: str, caller: ReadCaller, session: SessionDep) -> Operato
     return OperatorDetail(operator=OperatorRead.model_validate(operator), cases=cases)
 
 
-@router.get("/{name}/history", response_model=OperatorHistory, summary="Diffs and cost over an operator's jobs",
-            responses={404: {"model": ErrorRead}})
-def read_history(name: str, caller: ReadCaller, session: SessionDep, mode: Mode | None = None,
-                 limit: Annotated[int, Query(ge=1, le=2000)] = 200) -> OperatorHistory:
-    """Per job, oldest first: max |diff| (SIM raw), graph-verify diff, NPU diff with atol/rtol, cost model."""
+@router.get("/{name}/history", response_model=OperatorHistory, summary="Diffs and cost over an operator's runs",
+            responses={404: {"model": ErrorRead}, 400: {"model": ErrorRead}})
+def read_history(
+    name: str, caller: ReadCaller, session: SessionDep, mode: Mode | None = None,
+    limit: Annotated[int | None, Query(ge=1, le=history.MAX_RUNS,
+                                       description=f"runs (default {history.DEFAULT_RUNS}; "
+                                                   "with since/until, the whole range up to the maximum)")] = None,
+    since: datetime | None = None, until: datetime | None = None,
+    cursor: Annotated[int | None, Query(description="next_cursor of the previous page: older runs")] = None,
+    buckets: Annotated[int | None, Query(ge=2, le=history.MAX_BUCKETS,
+                                         description="downsample each mode to this many min/max points")] = None,
+) -> OperatorHistory:
+    """Per run by date, oldest first: max |diff| (SIM raw), graph-verify diff, NPU diff with atol/rtol, cost model."""
     operator = queries.get_operator(session, name)
-    points = [HistoryPoint(**p) for p in queries.operator_history(session, operator.id, mode, limit)]
-    return OperatorHistory(operator=operator.name, points=points)
+    window = history.Window(mode=mode, limit=limit, since=as_utc(since) if since else None,
+                            until=as_utc(until) if until else None, cursor=cursor, buckets=buckets)
+    found = history.operator_history(session, operator.id, window)
+    return OperatorHistory(operator=operator.name, points=[HistoryPoint(**p) for p in found.points],
+                           next_cursor=found.next_cursor, days=[HistoryDay.model_validate(d) for d in found.days])

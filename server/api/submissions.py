@@ -5,15 +5,17 @@ from pathlib import PurePosixPath
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Request, Response, status
+from fastapi.responses import FileResponse
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from sqlalchemy import select
 from starlette.datastructures import FormData
 
+from runtime.modes import MODES
 from server.api.deps import BlobsDep, ProducerDep, SessionDep, SettingsDep, enqueue_after_commit, get_settings
 from server.auth import ReadCaller, SubmitCaller
 from server.config import Settings
-from server.errors import InvalidInput, NotFound, PayloadTooLarge
+from server.errors import InvalidInput, NotFound, PayloadTooLarge, PermissionDenied
 from server.models import Job, Submission
 from server.schemas.common import ErrorRead
 from server.schemas.submission import JobBrief, SubmissionAccepted, SubmissionCreate, SubmissionRead
@@ -105,7 +107,7 @@ MULTIPART_SCHEMA: dict[str, Any] = {
     "properties": {
         "file": {"type": "string", "format": "binary", "description": "a .zip/.tar.gz package or a single .py"},
         "operator": {"type": "string"}, "name": {"type": "string", "description": "alias of operator"},
-        "modes": {"type": "array", "items": {"type": "string", "enum": ["sim", "npu"]},
+        "modes": {"type": "array", "items": {"type": "string", "enum": list(MODES)},
                   "description": "repeatable or comma separated; default sim"},
         "cases": {"type": "array", "items": {"type": "string"}, "description": "run only these case ids"},
         "branch": {"type": "string"}, "commit": {"type": "string"}, "author": {"type": "string"},
@@ -149,3 +151,22 @@ def read_submission_by_id(submission_id: int, caller: ReadCaller, session: Sessi
         raise NotFound(f"no submission {submission_id}")
     jobs = session.scalars(select(Job).where(Job.submission_id == sub.id).order_by(Job.id))
     return SubmissionRead.model_validate(sub).model_copy(update={"jobs": [JobBrief.model_validate(j) for j in jobs]})
+
+
+@router.get("/{submission_id}/bundle", summary="Download the submitted package or script", response_class=FileResponse,
+            responses={200: {"content": {"application/octet-stream": {}}}, 403: {"model": ErrorRead},
+                       404: {"model": ErrorRead}})
+def download_submission_bundle(submission_id: int, caller: ReadCaller, session: SessionDep,
+                               blobs: BlobsDep) -> FileResponse:
+    """The bundle exactly as stored, so that its submitter can rerun it with `crosscheck run`.
+
+    A bundle is its submitter's source code: only the token that submitted it, or an admin, may
+    download it (verdicts and reports stay readable by every reader)."""
+    sub = session.get(Submission, submission_id)
+    if sub is None or not blobs.path(sub.blob_path).is_file():
+        raise NotFound(f"no stored bundle for submission {submission_id}")
+    if not caller.allows("admin") and (sub.token_id is None or sub.token_id != caller.token_id):
+        raise PermissionDenied(f"the bundle of submission {submission_id} is its submitter's: only the token "
+                               "that submitted it, or an admin, may download it")
+    return FileResponse(blobs.path(sub.blob_path), media_type="application/octet-stream",
+                        filename=PurePosixPath(sub.filename).name)

@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, Depends, Query, Request, Response, status
 from sqlalchemy.orm import Session
 
+from runtime.modes import Mode
 from server.api.deps import (
     BlobsDep,
     ProducerDep,
@@ -163,7 +164,7 @@ def close_run(run_id: int, request: Request, caller: SubmitCaller, session: Sess
           responses=NOT_FOUND)
 def read_results(run_id: int, caller: ReadCaller, session: SessionDep,
                  verdict: Annotated[list[str], Query(description="per-mode verdict (repeatable)")] = [],  # noqa: B006
-                 mode: Literal["sim", "npu"] | None = None, operator: str | None = None,
+                 mode: Mode | None = None, operator: str | None = None,
                  source: Literal["worker", "reused", "upload"] | None = None,
                  flaky: Annotated[bool, Query(description="only flaky cases")] = False,
                  failing: Annotated[bool, Query(description="only cases not acceptable for their mode")] = False,

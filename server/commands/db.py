@@ -1,10 +1,13 @@
-"""`crosscheck db upgrade|downgrade REV|current`: the schema, by Alembic migrations only."""
+"""`crosscheck db upgrade|downgrade REV|current`: the schema, by Alembic migrations only;
+`crosscheck db compact`: the retention of case results (docs/history.md)."""
 from __future__ import annotations
 
 import argparse
+import sys
 
 from server import db, migrate
 from server.config import get_settings
+from server.services import retention
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -15,7 +18,22 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     down = actions.add_parser("downgrade", help="downgrade to a revision ('base' empties the database)")
     down.add_argument("revision")
     actions.add_parser("current", help="show the database's revision and the code's")
+    compact = actions.add_parser("compact", help="thin case results older than the retention (safe while serving)")
+    compact.add_argument("--days", type=_at_least_one, default=None,
+                         help="keep every result this many days (default: the retention_days setting)")
+    compact.add_argument("--batch", type=_at_least_one, default=retention.BATCH, help="results per transaction")
+    compact.add_argument("--dry-run", action="store_true", help="count what would go, change nothing")
     parser.set_defaults(func=run)
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is less than 1")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -24,6 +42,16 @@ def run(args: argparse.Namespace) -> int:
     if settings.is_sqlite:
         settings.data_dir.mkdir(parents=True, exist_ok=True)  # the default SQLite file lives there
     engine = db.get_engine()
+    if args.db_action == "compact":
+        try:
+            migrate.check_schema(engine, url)
+        except migrate.SchemaOutdated as exc:
+            print(f"crosscheck db compact: {exc}", file=sys.stderr)
+            return 2
+        days = args.days or settings.retention_days
+        done = retention.compact(db.get_sessionmaker(), days, batch=args.batch, dry_run=args.dry_run)
+        print(("dry run, nothing changed: " if args.dry_run else "") + done.summary())
+        return 0
     before = migrate.current_revision(engine)
     if args.db_action == "current":
         head = migrate.head_revision(url)

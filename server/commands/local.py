@@ -5,7 +5,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -131,13 +130,3 @@ def wait_forwarding_signals(proc: subprocess.Popen[bytes]) -> int:
     if received and code in (0, -signal.SIGTERM, -signal.SIGQUIT, -signal.SIGKILL):
         return 0
     return code if code >= 0 else 128 - code
-
-
-def wait_until(predicate: Any, timeout_s: float, poll_s: float = 0.2) -> bool:
-    """Poll `predicate()` until it is true or timeout_s passes."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(poll_s)
-    return bool(predicate())

@@ -6,13 +6,11 @@ acceptable for its mode, 1 otherwise, 2 when the input (or the server) is unusab
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import sys
 import time
 import uuid
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,13 +19,14 @@ import httpx2 as httpx
 from rich.console import Console
 from rich.markup import escape
 
+from runtime.modes import MODES
+from runtime import archive
 from server.commands import local
 
 EXIT_OK, EXIT_FAIL, EXIT_UNUSABLE = 0, 1, 2
 DEFAULT_SERVER = "http://127.0.0.1:8000"
 UPLOAD_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".py")
 SKIP_DIRS = {"__pycache__", ".git", "output", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
-ZIP_EPOCH = (2020, 1, 1, 0, 0, 0)
 POLL_S = 1.0
 FINISHED = ("succeeded", "failed", "error", "cancelled", "timeout", "expired")
 TRANSIENT_TRIES = 5  # while waiting, ride out a server restart of a few seconds
@@ -44,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help=f"server URL (default: $CROSSCHECK_SERVER or {DEFAULT_SERVER})")
     p.add_argument("--token", default=None,
                    help="API token (default: $CROSSCHECK_TOKEN, else the admin token in $DATA_DIR/tokens.json)")
-    p.add_argument("--mode", action="append", choices=["sim", "npu"], default=[], help="repeatable; default sim")
+    p.add_argument("--mode", action="append", choices=list(MODES), default=[], help="repeatable; default sim")
     p.add_argument("--case", action="append", default=[], metavar="ID", help="run only this case (repeatable)")
     p.add_argument("--operator", default=None, help="operator name (default: the package's op_name)")
     p.add_argument("--branch", default=None)
@@ -69,17 +68,12 @@ def bundle(path: Path) -> tuple[str, bytes]:
 
 def zip_folder(folder: Path) -> bytes:
     """The same files always give the same bytes (fixed order, times and modes), so the same sha256."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for file in sorted(folder.rglob("*")):
-            rel = file.relative_to(folder)
-            if not file.is_file() or SKIP_DIRS & set(rel.parts[:-1]) or file.suffix == ".pyc":
-                continue
-            info = zipfile.ZipInfo(rel.as_posix(), ZIP_EPOCH)
-            info.external_attr = 0o644 << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            zf.writestr(info, file.read_bytes())
-    return buf.getvalue()
+    members = []
+    for file in folder.rglob("*"):
+        rel = file.relative_to(folder)
+        if file.is_file() and not SKIP_DIRS & set(rel.parts[:-1]) and file.suffix != ".pyc":
+            members.append((rel.as_posix(), file.read_bytes()))
+    return archive.write_zip(members)
 
 
 def resolve_token(explicit: str | None) -> str | None:

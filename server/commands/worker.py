@@ -9,9 +9,8 @@ import argparse
 import os
 import sys
 
+from jobqueue import QUEUES
 from server.commands import local
-
-QUEUES = ("sim", "npu")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

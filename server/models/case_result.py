@@ -19,6 +19,8 @@ class CaseResult(Base):
         Index("ix_case_results_mode_id", "mode", "id"),
         Index("ix_case_results_created_at", "created_at"),
         Index("ix_case_results_reuse_key_id", "reuse_key", "id"),
+        # One operator's results in id order: commit history and `crosscheck db compact`.
+        Index("ix_case_results_operator_id_id", "operator_id", "id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -20,7 +20,11 @@ WAITING = (QUEUED, AWAITING_NPU)  # claimable
 
 class Job(Base):
     __tablename__ = "jobs"
-    __table_args__ = (Index("ix_jobs_queue_status_created", "queue", "status", "created_at"),)
+    __table_args__ = (
+        Index("ix_jobs_queue_status_created", "queue", "status", "created_at"),
+        # An operator's runs by date (docs/history.md): history pages walk it newest first.
+        Index("ix_jobs_operator_created_id", "operator_id", "created_at", "id"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"), index=True)

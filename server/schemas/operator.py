@@ -1,6 +1,7 @@
 """Operators: the overview row, the per-case view across modes, and history."""
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 from pydantic import BaseModel
@@ -79,18 +80,47 @@ class OperatorDetail(BaseModel):
 
 
 class HistoryPoint(BaseModel):
-    job_id: int
+    """One run (a job in one mode), or with `buckets` several runs in one time span (runs > 1).
+
+    Each value is the worst (max) over the run's cases; a bucket's value is the max over its runs and
+    `<value>_min` the min, so spikes survive downsampling. For a single run the two are equal."""
+    job_id: int  # the (last) run's job
+    first_job_id: int
+    runs: int
     mode: str
-    created_at: UtcDatetime
+    created_at: UtcDatetime  # the (first) run's date
+    until: UtcDatetime  # the last run's date
+    commit: str | None
+    branch: str | None
     max_abs_diff: float | None  # SIM: raw (SIM writes no outputs on CPU hosts, so this is garbage)
+    max_abs_diff_min: float | None
     graph_max_abs_diff: float | None
+    graph_max_abs_diff_min: float | None
     atol: float | None
     rtol: float | None
     aicore_time_us: float | None
+    aicore_time_us_min: float | None
     utilization: float | None
+    utilization_min: float | None
     cases: int
+
+
+class HistoryDay(OrmModel):
+    """A day's aggregate of one mode's results, kept by `crosscheck db compact` (docs/history.md)."""
+    day: date
+    mode: str
+    runs: int
+    results: int
+    verdict_counts: dict[str, int]
+    max_abs_diff_min: float | None
+    max_abs_diff_max: float | None
+    graph_max_abs_diff_max: float | None
+    aicore_time_us_min: float | None
+    aicore_time_us_max: float | None
 
 
 class OperatorHistory(BaseModel):
     operator: str
     points: list[HistoryPoint]
+    next_cursor: int | None = None  # older runs: pass it back as `cursor`
+    days: list[HistoryDay] = []

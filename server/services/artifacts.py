@@ -2,60 +2,36 @@
 from __future__ import annotations
 
 import shutil
-import tarfile
 import uuid
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import IO, Any
 
 from sqlalchemy.orm import Session
 
+from runtime import archive
 from server.blobs import BlobStore
 from server.errors import InvalidInput
 from server.models import Job
 from server.services import results
 from server.services.queries import job_cases
 
-MAX_ARTIFACT_FILES = 5000
-MAX_ARTIFACT_BYTES = 1024 * 1024 * 1024  # unpacked
+ARTIFACT_LIMITS = archive.Limits(members=5000, unpacked_bytes=1024 * 1024 * 1024)
 
 
 def stage(blobs: BlobStore, job_id: int, attempt: int, fileobj: IO[bytes]) -> Path:
     """Check every member of a .tar.gz and unpack it into a private staging folder.
 
-    Refused (InvalidInput): absolute names, `..`, links, devices and FIFOs, too many or too large
-    files. The tarball comes from a worker that ran untrusted kernel code, so treat it as hostile.
+    The tarball comes from a worker that ran untrusted kernel code, so it goes through the one
+    archive reader (runtime/archive.py: relative names, no links or devices, bounded size);
+    anything it refuses is an InvalidInput naming the member.
     """
     staging = blobs.job_dir(job_id) / f".staging-attempt{attempt}-{uuid.uuid4().hex[:8]}"
     try:
-        with tarfile.open(fileobj=fileobj, mode="r:gz") as tar:
-            members = tar.getmembers()
-            _check(members)
-            staging.mkdir(parents=True)
-            tar.extractall(staging, members=members, filter="data")  # a second guard on top of _check
-    except (tarfile.TarError, EOFError, OSError) as exc:
+        archive.unpack_stream(fileobj, "artifacts", staging, ARTIFACT_LIMITS)  # not .zip: read as a tarball
+    except archive.UnsafeArchive as exc:
         shutil.rmtree(staging, ignore_errors=True)
-        raise InvalidInput(f"artifacts must be a readable .tar.gz ({exc})") from None
-    except InvalidInput:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        raise InvalidInput(str(exc)) from None
     return staging
-
-
-def _check(members: list[tarfile.TarInfo]) -> None:
-    if len(members) > MAX_ARTIFACT_FILES:
-        raise InvalidInput(f"artifacts: {len(members)} entries; the limit is {MAX_ARTIFACT_FILES}")
-    total = 0
-    for m in members:
-        pure = PurePosixPath(m.name)
-        if pure.is_absolute() or ".." in pure.parts:
-            raise InvalidInput(f"artifacts: entry {m.name!r} escapes the artifact folder")
-        if m.issym() or m.islnk():
-            raise InvalidInput(f"artifacts: entry {m.name!r} is a link; links are not accepted")
-        if not (m.isfile() or m.isdir()):
-            raise InvalidInput(f"artifacts: entry {m.name!r} is not a regular file or folder")
-        total += m.size
-    if total > MAX_ARTIFACT_BYTES:
-        raise InvalidInput(f"artifacts: {total} bytes unpacked; the limit is {MAX_ARTIFACT_BYTES}")
 
 
 def publish(blobs: BlobStore, job_id: int, attempt: int, staging: Path) -> Path:

@@ -1,6 +1,7 @@
 """Read-side queries shared by the API and the dashboard."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -24,7 +25,6 @@ class OperatorFilter:
     branch: str | None = None
     author: str | None = None
     since: datetime | None = None
-    flagged_only: bool = False
 
 
 def _operator_query(f: OperatorFilter) -> Select[Any]:
@@ -80,49 +80,34 @@ def get_operator(session: Session, name: str) -> Operator:
     return operator
 
 
+def state_results(session: Session, states: Sequence[Any], *columns: Any, lean: bool = False) -> dict[int, Any]:
+    """The latest SIM and NPU results that case states point at, by id, in one query.
+
+    The one home of the states -> results join. `columns` loads plain rows of just those columns
+    (CaseResult.id first); `lean` loads results without their reports (touching one raises).
+    """
+    ids = [i for s in states for i in (s.sim_result_id, s.npu_result_id) if i]
+    if not ids:
+        return {}
+    if columns:
+        return {r.id: r for r in session.execute(select(*columns).where(CaseResult.id.in_(ids)))}
+    stmt = select(CaseResult).where(CaseResult.id.in_(ids))
+    if lean:
+        stmt = stmt.options(defer(CaseResult.report, raiseload=True))
+    return {r.id: r for r in session.scalars(stmt)}
+
+
+def _case_row(state: CaseState, results: dict[int, Any]) -> dict[str, Any]:
+    return {"case": state.case, "combined_verdict": state.combined_verdict, "reason": state.reason,
+            "sim": results.get(state.sim_result_id or 0), "npu": results.get(state.npu_result_id or 0)}
+
+
 def operator_cases(session: Session, operator_id: int) -> list[dict[str, Any]]:
     """Each case's combined verdict with its latest SIM and NPU results."""
     states = list(session.scalars(select(CaseState).where(CaseState.operator_id == operator_id)
                                   .order_by(CaseState.case)))
-    ids = [i for s in states for i in (s.sim_result_id, s.npu_result_id) if i]
-    results = {r.id: r for r in session.scalars(select(CaseResult).where(CaseResult.id.in_(ids)))} if ids else {}
-    return [{"case": s.case, "combined_verdict": s.combined_verdict, "reason": s.reason,
-             "sim": results.get(s.sim_result_id), "npu": results.get(s.npu_result_id)} for s in states]
-
-
-def cases_for_operators(session: Session, operator_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
-    """operator_cases for many operators in two queries (the overview's expandable rows)."""
-    if not operator_ids:
-        return {}
-    states = list(session.scalars(select(CaseState).where(CaseState.operator_id.in_(operator_ids))
-                                  .order_by(CaseState.operator_id, CaseState.case)))
-    ids = [i for s in states for i in (s.sim_result_id, s.npu_result_id) if i]
-    results = {r.id: r for r in session.scalars(select(CaseResult).where(CaseResult.id.in_(ids)))} if ids else {}
-    out: dict[int, list[dict[str, Any]]] = {i: [] for i in operator_ids}
-    for s in states:
-        out[s.operator_id].append({"case": s.case, "combined_verdict": s.combined_verdict, "reason": s.reason,
-                                   "sim": results.get(s.sim_result_id), "npu": results.get(s.npu_result_id)})
-    return out
-
-
-def operator_history(session: Session, operator_id: int, mode: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
-    """Per job (oldest first): worst diff magnitudes, graph diff, tolerance and cost."""
-    limit = max(1, min(limit, 2000))
-    stmt = (select(CaseResult.job_id, CaseResult.mode, func.min(CaseResult.created_at),
-                   func.max(CaseResult.max_abs_diff), func.max(CaseResult.graph_max_abs_diff),
-                   func.max(CaseResult.atol), func.max(CaseResult.rtol), func.max(CaseResult.aicore_time_us),
-                   func.avg(CaseResult.utilization), func.count())
-            .where(CaseResult.operator_id == operator_id))
-    if mode:
-        stmt = stmt.where(CaseResult.mode == mode)
-    stmt = stmt.group_by(CaseResult.job_id, CaseResult.mode).order_by(CaseResult.job_id.desc()).limit(limit)
-    points = []
-    for job_id, m, created, diff, gdiff, atol, rtol, us, util, n in session.execute(stmt):
-        points.append({"job_id": job_id, "mode": m, "created_at": created, "max_abs_diff": diff,
-                       "graph_max_abs_diff": gdiff, "atol": atol, "rtol": rtol, "aicore_time_us": us,
-                       "utilization": util, "cases": n})
-    points.reverse()
-    return points
+    results = state_results(session, states)
+    return [_case_row(s, results) for s in states]
 
 
 @dataclass
@@ -189,20 +174,17 @@ def list_workers(session: Session) -> list[Worker]:
 
 
 def case_summaries(session: Session, operator_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
-    """cases_for_operators without each result's full runtime report (the overview's rows):
+    """Each operator's cases with their latest results, without the full runtime reports (the overview's rows):
     reports carry log tails and can be tens of KB each, so loading them for a page of
     operators would dominate its time. Touching `report` raises instead of querying."""
     if not operator_ids:
         return {}
     states = list(session.scalars(select(CaseState).where(CaseState.operator_id.in_(operator_ids))
                                   .order_by(CaseState.operator_id, CaseState.case)))
-    ids = [i for s in states for i in (s.sim_result_id, s.npu_result_id) if i]
-    results = {r.id: r for r in session.scalars(select(CaseResult).where(CaseResult.id.in_(ids))
-                                                .options(defer(CaseResult.report, raiseload=True)))} if ids else {}
+    results = state_results(session, states, lean=True)
     out: dict[int, list[dict[str, Any]]] = {i: [] for i in operator_ids}
     for s in states:
-        out[s.operator_id].append({"case": s.case, "combined_verdict": s.combined_verdict, "reason": s.reason,
-                                   "sim": results.get(s.sim_result_id or 0), "npu": results.get(s.npu_result_id or 0)})
+        out[s.operator_id].append(_case_row(s, results))
     return out
 
 

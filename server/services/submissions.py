@@ -2,10 +2,8 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import tempfile
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -14,6 +12,8 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from runtime.modes import MODES
+from runtime import archive
 from runtime import submission as runtime_submission
 from runtime.errors import SubmissionError
 from server.blobs import BlobStore
@@ -23,10 +23,8 @@ from server.models import Job, Operator, Submission, SuiteRun
 from server.models.base import utcnow
 from server.services import audit, npu_wait
 
-MODES = ("sim", "npu")
 JOB_OVERHEAD_S = 120.0  # warm parent start, discovery and reporting on top of the cases
 SUFFIXES = (".tar.gz", ".tgz", ".zip", ".py")
-ZIP_EPOCH = (2020, 1, 1, 0, 0, 0)
 
 
 @dataclass
@@ -57,16 +55,15 @@ def bundle_from_files(files: dict[str, str]) -> bytes:
     """A deterministic zip of {path: text}, so identical files give an identical sha256."""
     if not files:
         raise InvalidInput("'files' is empty")
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name in sorted(files):
-            pure = PurePosixPath(name)
-            if pure.is_absolute() or ".." in pure.parts or not name.strip():
-                raise InvalidInput(f"bad file name {name!r} in 'files'")
-            if not isinstance(files[name], str):
-                raise InvalidInput(f"'files'[{name!r}] must be text")
-            zf.writestr(zipfile.ZipInfo(pure.as_posix(), ZIP_EPOCH), files[name])
-    return buf.getvalue()
+    members = []
+    for name, text in files.items():
+        pure = PurePosixPath(name)
+        if pure.is_absolute() or ".." in pure.parts or not name.strip():
+            raise InvalidInput(f"bad file name {name!r} in 'files'")
+        if not isinstance(text, str):
+            raise InvalidInput(f"'files'[{name!r}] must be text")
+        members.append((pure.as_posix(), text.encode()))
+    return archive.write_zip(members)
 
 
 def _suffix(filename: str) -> str:
@@ -182,10 +179,3 @@ def _get_or_create_operator(session: Session, name: str) -> Operator:
         session.add(operator)
         session.flush()
     return operator
-
-
-def as_dict(sub: Submission) -> dict[str, Any]:
-    return {"id": sub.id, "operator": sub.operator, "kind": sub.kind, "filename": sub.filename,
-            "bundle_sha256": sub.bundle_sha256, "modes": sub.modes, "case_filter": sub.case_filter,
-            "labels": sub.labels, "suite_run_id": sub.suite_run_id, "created_by": sub.created_by,
-            "created_at": sub.created_at}

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 # A fake launch, as the instrumentation would have recorded it: provenance says the launch wrote `out`.
 RECORD_FAKE_LAUNCH = '''
 from runtime import dumps, instrument
-rec = instrument.recorder()
+rec = instrument._recorder
 before = torch.zeros_like(out)
 rec.launches.append(instrument.LaunchRecord(
     "op_kernel", [x, out], [False, True], 0.5, OUTPUT_DIR, "",
@@ -72,7 +72,7 @@ from runtime import instrument
 out = torch.empty_like(x)
 op_kernel(x, out)
 out.copy_(x * 2.0)
-instrument.recorder().launches[-1].written[1] = True  # and say the kernel wrote it
+instrument._recorder.launches[-1].written[1] = True  # and say the kernel wrote it
 return out
 '''
     case, raw = run(package(tmp_path, body), warm_sim, tmp_path / "work")
@@ -89,7 +89,7 @@ from runtime import dumps, instrument
 def _fake_jit(fn=None, **options):
     def decorate(f):
         def call(x, out):
-            rec = instrument.recorder()
+            rec = instrument._recorder
             before = out.clone()
             out.copy_(x * 2.0)
             rec.launches.append(instrument.LaunchRecord(

@@ -88,7 +88,7 @@ with open(os.path.join(sim, "_simulate.swim.json"), "w") as f:
 os.symlink({str(target)!r}, os.path.join(sim, "merged_swimlane.json"))
 out = torch.empty_like(x)
 op_kernel(x, out)
-instrument.recorder().events.emit("launch", kernel="op_kernel", output_written=[False, False],
+instrument._recorder.events.emit("launch", kernel="op_kernel", output_written=[False, False],
                                   arg_shapes=[[16, 32], [16, 32]], duration_s=0.1, output_dir=fake, error="")
 return out
 '''
@@ -116,7 +116,7 @@ def test_launch_paths_outside_the_job_dir_are_never_opened(warm_sim, tmp_path):
     (elsewhere / "program.json").write_text("{}")
     body = f'''
 from runtime import instrument
-instrument.recorder().events.emit("launch", kernel="op_kernel", output_written=[False, True],
+instrument._recorder.events.emit("launch", kernel="op_kernel", output_written=[False, True],
                                   arg_shapes=[[16, 32], [16, 32]], duration_s=0.1,
                                   output_dir={str(elsewhere)!r}, error="")
 return torch.empty_like(x)

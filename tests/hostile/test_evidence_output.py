@@ -73,7 +73,7 @@ def test_an_event_flood_is_cut_and_not_accepted(warm_sim, tmp_path):
 import os
 from runtime import instrument
 line = b'{"event": "noise", "pad": "' + b"y" * 200 + b'"}\\n'
-fd = instrument.recorder().events.fd
+fd = instrument._recorder.events.fd
 for _ in range(100_000):  # about 21 MiB of well-formed events
     os.write(fd, line)
 ''' + NORMAL

@@ -108,8 +108,8 @@ def test_archives_unpack_and_reject_escapes(tmp_path):
     good = {"op/test_cases.json": cases.read_bytes(), "op/op_impl.py": IMPL.encode(), "op/op_golden.py": GOLDEN.encode()}
     sub = load(_zip(tmp_path / "ok.zip", good), tmp_path / "w-ok")
     assert sub.name == "op" and sub.kind == "package"
-    rejects(tmp_path, _zip(tmp_path / "dots.zip", {**good, "../evil.py": b"x"}), "contains '..'")
-    rejects(tmp_path, _zip(tmp_path / "abs.zip", {**good, "/etc/evil.py": b"x"}), "absolute path")
+    rejects(tmp_path, _zip(tmp_path / "dots.zip", {**good, "../evil.py": b"x"}), "escapes the folder: it contains '..'")
+    rejects(tmp_path, _zip(tmp_path / "abs.zip", {**good, "/etc/evil.py": b"x"}), "escapes the folder: it has an absolute path")
     rejects(tmp_path, _zip(tmp_path / "link.zip", good, link="op/link.py"), "is a link")
 
 
@@ -147,3 +147,26 @@ def test_script_submission(tmp_path):
     script.write_text("print('hi')\n")
     sub = load(script, tmp_path / "w")
     assert sub.kind == "script" and sub.script == "k.py" and sub.name == "k"
+
+
+def test_the_zip_writer_is_deterministic_and_compresses():
+    from runtime import archive
+
+    files = [("op/b.py", b"x = 1\n" * 2000), ("op/a.py", b"y = 2\n")]
+    data = archive.write_zip(files)
+    assert data == archive.write_zip(list(reversed(files)))  # order and times do not change the bytes
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        assert [i.filename for i in zf.infolist()] == ["op/a.py", "op/b.py"]
+        assert all(i.compress_type == zipfile.ZIP_DEFLATED for i in zf.infolist())
+        assert zf.read("op/b.py") == files[0][1]
+    assert len(data) < len(files[0][1]) // 10
+
+
+def test_reading_in_memory_follows_the_same_rules(tmp_path):
+    from runtime import archive
+
+    evil = _zip(tmp_path / "evil.zip", {"op/a.py": b"x", "../b.py": b"y"}).read_bytes()
+    with pytest.raises(archive.UnsafeArchive, match="escapes the folder"):
+        archive.read_files(evil, "evil.zip", lambda p: True, 1024, 10)
+    good = archive.write_zip([("op/a.py", b"x"), ("op/big.py", b"y" * 2048), ("op/c.json", b"{}")])
+    assert archive.read_files(good, "good.zip", lambda p: p.suffix == ".py", 1024, 10) == {"op/a.py": b"x"}

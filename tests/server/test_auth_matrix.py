@@ -14,6 +14,7 @@ BEAT = {"json": {"name": "w", "host": "h", "queues": ["sim"]}}
 ENDPOINTS = [
     ("POST", "/submissions", "submit", SUBMISSION),
     ("GET", "/submissions/{submission_id}", "read", {}),
+    ("GET", "/submissions/{submission_id}/bundle", "read", {}),
     ("GET", "/jobs", "read", {}),
     ("GET", "/jobs/{job_id}", "read", {}),
     ("GET", "/jobs/{job_id}/report", "read", {}),

@@ -96,3 +96,15 @@ def _json(value) -> str:
     import json
 
     return json.dumps(value)
+
+
+def test_a_bundle_is_downloadable_by_its_submitter_and_admins_only(app, client, hdr, scale_add_zip):
+    with app.state.sessionmaker.begin() as session:
+        tenant = {"Authorization": f"Bearer {tokens.create(session, 'other-tenant', ['submit'])[1]}"}
+    r = client.post(f"{API}/submissions", headers=hdr["submit"], files={"file": ("scale_add.zip", scale_add_zip)})
+    url = f"{API}/submissions/{r.json()['submission_id']}/bundle"
+    assert client.get(url, headers=hdr["submit"]).content == scale_add_zip
+    assert client.get(url, headers=hdr["admin"]).content == scale_add_zip
+    for other in (tenant, hdr["read"], hdr["worker"]):
+        denied = client.get(url, headers=other)
+        assert denied.status_code in (403,) and b"PK" not in denied.content

@@ -136,9 +136,9 @@ def test_error_and_cancelled_results(client, hdr, seed):
 
 
 @pytest.mark.parametrize(("entries", "problem"), [
-    ([("../../escape.txt", b"x", "file")], "escapes the artifact folder"),
-    ([("ok/../../escape.txt", b"x", "file")], "escapes the artifact folder"),
-    ([("/etc/cron.d/x", b"x", "file")], "escapes the artifact folder"),
+    ([("../../escape.txt", b"x", "file")], "escapes the folder"),
+    ([("ok/../../escape.txt", b"x", "file")], "escapes the folder"),
+    ([("/etc/cron.d/x", b"x", "file")], "escapes the folder"),
     ([("link", None, "symlink")], "is a link"),
     ([("hard", None, "hardlink")], "is a link"),
     ([("pipe", None, "fifo")], "not a regular file"),

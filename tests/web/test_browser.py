@@ -116,7 +116,9 @@ def test_click_through_to_a_diagnosis_card(page: Any, live: dict[str, Any]) -> N
     page.wait_for_url(re.compile(r"/jobs/\d+#case-"))
     card = page.locator("article.diag").first
     sync_api.expect(card).to_be_visible()
-    sync_api.expect(card.locator(".ln.hit")).to_contain_text("out[:] = x * 2.0 + y")
+    # One excerpt per page: the lint finding above shows the line, the card points back to it.
+    sync_api.expect(card.locator(".footnote")).to_contain_text("line 18")
+    sync_api.expect(page.locator("article.lint .ln.hit")).to_contain_text("out[:] = x * 2.0 + y")
     page.locator("details.log summary").nth(1).click()  # stderr opens with a click
     sync_api.expect(page.locator("details.log").nth(1).locator("pre")).to_be_visible()
     shot(page, "job-diagnosis")

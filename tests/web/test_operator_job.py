@@ -57,7 +57,7 @@ def test_job_page_of_the_flag(client: TestClient, info: dict[str, Any]) -> None:
     case_rows = page.find("table", cls="cases").find("tbody").find_all("tr")
     assert len(case_rows) == 2
     stages = [s.find("span", cls="stg-name").text() for s in case_rows[0].find_all("span", cls="stg")]
-    assert stages == ["syntax", "lint", "golden", "sim", "compare"]
+    assert stages == ["syntax", "lint", "golden", "sim", "graph verify", "compare"]
     section = page.find("section", id="case-scale_add_64x256")
     assert FLAG_TEXT in section.find("p", cls="flag-note").text()
     assert section.find("pre", cls="cmd").text() == "crosscheck run scale_add.zip --mode sim --case scale_add_64x256"
@@ -78,7 +78,11 @@ def test_job_page_diagnosis_card_shows_the_offending_line(client: TestClient, in
     assert card.find("h3").find("code").text() == "vec-tile-shape-not-set"
     text = card.text()
     assert "Cause." in text and "Fix." in text and "set_vec_tile_shapes" in text
-    source = card.find("figure", cls="source")
+    # The lint finding above already shows line 18: one excerpt per page, the card points back to it.
+    assert "line 18 (excerpt shown above)" in card.find("p", cls="footnote").text()
+    assert not card.find_all("figure", cls="source")
+    source = page.find("article", cls="lint").find("figure", cls="source")
+    assert len(page.find_all("figure", cls="source")) == 1
     assert "missing_vec_tiles_impl.py" in source.find("figcaption").text()
     hit = source.find("span", cls="hit")
     assert hit.find("span", cls="no").text() == "18" and "out[:] = x * 2.0 + y" in hit.text()
@@ -133,3 +137,17 @@ def parse_ok(response: Any) -> Any:
 
     assert response.status_code == 200
     return parse(response.text)
+
+
+def test_history_range_a_year_draws_the_same_runs_and_says_which_range(client: TestClient) -> None:
+    page = get(client, "/operators/scale_add?range=1y")
+    chart = page.find("svg", id="history-chart")
+    series = {g.attrs["data-series"]: g for g in chart.find_all("g", cls="series")}
+    assert len(series["SIM raw"].find_all("circle")) == 3 and len(series["NPU"].find_all("circle")) == 2
+    current = [a for a in page.find("nav", cls="ranges").find_all("a") if a.attrs.get("aria-current")]
+    assert [a.text() for a in current] == ["a year"]
+
+
+def test_unknown_history_range_is_refused(client: TestClient) -> None:
+    page = get(client, "/operators/scale_add?range=forever", status=422)
+    assert "range" in page.text()

@@ -35,7 +35,7 @@ def test_real_defects_sort_above_flagged_rows(client: TestClient) -> None:
     page = get(client, "/")
     verdicts = [r.attrs["data-verdict"] for r in rows(page)]
     assert verdicts == ["kernel_defect", "kernel_defect", "suspect_fake_pass", "structural_error",
-                        "sim_garbage_npu_ok", "sim_garbage_graph_ok"]
+                        "sim_garbage_npu_ok", "sim_garbage_graph_ok", "sim_garbage_graph_ok"]
 
 
 def test_flagged_rows_carry_the_explanation(client: TestClient) -> None:
@@ -59,9 +59,9 @@ def test_sim_garbage_is_shown_as_an_order_of_magnitude(client: TestClient) -> No
 def test_columns_show_graph_npu_verdict_and_cost(client: TestClient) -> None:
     cells = row(get(client, "/"), "scale_add").find("tr").find_all("td")
     by_label = {c.attrs["data-label"]: c.text() for c in cells}
-    assert by_label["SIM structure"] == "✓ runs"
-    assert by_label["Graph verify"] == "✓ 0"
-    assert by_label["NPU diff / tol"] == "✓ 1.50e-4 / 0.001"
+    assert by_label["SIM structure"] == "✓ runs SIM 2/2 cases"
+    assert by_label["Graph verify"] == "✓ 0 graph 2/2 cases"
+    assert by_label["NPU diff / tol"] == "✓ 1.50e-4 / 0.001 NPU 2/2 cases"
     assert by_label["Combined verdict"] == "⚑ SIM garbage · NPU ok"
     assert by_label["AICore µs"] == "4.11"
     assert get(client, "/").find("time").attrs["datetime"].endswith("+00:00")
@@ -69,9 +69,9 @@ def test_columns_show_graph_npu_verdict_and_cost(client: TestClient) -> None:
 
 def test_defects_are_marked(client: TestClient) -> None:
     page = get(client, "/")
-    assert row(page, "wrong_maths").find("td", data_label="Graph verify").text() == "✗ 3.91"
-    assert row(page, LONG_NAME).find("td", data_label="NPU diff / tol").text() == "✗ 2.4 / 0.001"
-    assert row(page, "missing_vec_tiles").find("td", data_label="SIM structure").text() == "✗ structural error"
+    assert row(page, "wrong_maths").find("td", data_label="Graph verify").text() == "✗ 3.91 graph 2/2 cases"
+    assert row(page, LONG_NAME).find("td", data_label="NPU diff / tol").text() == "✗ 2.4 / 0.001 NPU 2/2 cases"
+    assert row(page, "missing_vec_tiles").find("td", data_label="SIM structure").text() == "✗ structural error SIM 1/1 case"
     # An exact match of a fake pass is evidence, not garbage.
     fake = row(page, "golden_fallback").find("td", data_label="SIM diff")
     assert fake.text() == "0" and not fake.find_all(cls="garbage")
@@ -97,8 +97,8 @@ def test_filters(client: TestClient) -> None:
     assert names(get(client, "/?q=maths")) == ["wrong_maths"]
     assert sorted(names(get(client, "/?branch=feature/tiles"))) == sorted([LONG_NAME, "missing_vec_tiles", "relu_like"])
     assert "wrong_maths" in names(get(client, "/?author=alice"))
-    assert names(get(client, "/?mode=npu")) == [LONG_NAME, "scale_add"]
-    assert len(names(get(client, "/?since=24h"))) == 6
+    assert names(get(client, "/?mode=npu")) == [LONG_NAME, "scale_add", "softmax_partial"]
+    assert len(names(get(client, "/?since=24h"))) == 7
     multi = get(client, "/?verdict=kernel_defect&verdict=structural_error")
     assert set(names(multi)) == {LONG_NAME, "wrong_maths", "missing_vec_tiles"}
 
@@ -114,7 +114,7 @@ def test_pagination(client: TestClient) -> None:
     page = get(client, "/?per_page=2")
     assert len(rows(page)) == 2
     pager = page.find("nav", cls="pager")
-    assert "Page 1 of 3" in pager.text()
+    assert "Page 1 of 4" in pager.text()
     next_link = pager.find("a", rel="next").attrs["href"]
     assert "page=2" in next_link and "per_page=2" in next_link
     assert names(get(client, next_link)) == ["golden_fallback", "missing_vec_tiles"]

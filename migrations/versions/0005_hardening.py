@@ -1,14 +1,14 @@
 """Hardening: who posted each result, workers bound to their token, Idempotency-Key per token, the audit log
 
-Revision ID: 0004_hardening
-Revises: 0003_npu_cards
+Revision ID: 0005_hardening
+Revises: 0004_history
 """
 from alembic import op
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-revision = '0004_hardening'
-down_revision = '0003_npu_cards'
+revision = '0005_hardening'
+down_revision = '0004_history'
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,212 @@
+"""Bulk seeding for the read benchmarks: operators, submissions, jobs, case results and case states,
+as the services would leave them after many nightly runs, fast enough for 10M case results.
+
+Runs are night-major (every operator runs each night, ids interleave across operators), as a nightly
+suite stores them: one operator's results are spread over the whole table, not packed together.
+PostgreSQL gets COPY, SQLite executemany; case_results' secondary indexes are dropped for the load
+and rebuilt after it (faster than maintaining them row by row), then statistics are refreshed.
+"""
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import create_engine
+
+# The spread of verdicts across operators: most pass or are flagged, a few are broken.
+VERDICT_WEIGHTS = {"pass": 30, "sim_garbage_npu_ok": 25, "sim_garbage_graph_ok": 15, "awaiting_npu": 10,
+                   "kernel_defect": 6, "structural_error": 6, "suspect_fake_pass": 2, "npu_only_fail": 3,
+                   "sim_only_error": 3}
+# A stored case report: stage timings and a 1.5 KB stderr tail, about what a real SIM case keeps.
+REPORT = {"stages": [{"name": n, "status": "ok", "duration_s": d} for n, d in
+                     (("syntax", 0.0002), ("lint", 0.0014), ("golden", 0.0044), ("sim", 0.73), ("compare", 0.005))],
+          "diagnosis": [], "logs": {"stdout": "", "stderr": "x" * 1500, "plog": ""}}
+YEAR_H = 365 * 24
+
+OPERATOR_COLS = ("id", "name", "created_at", "updated_at", "combined_verdict", "case_count", "verdict_counts",
+                 "sim_verdict", "npu_verdict", "sim_max_abs_diff", "graph_status", "graph_max_abs_diff",
+                 "npu_max_abs_diff", "npu_tolerance", "aicore_time_us", "labels")
+SUBMISSION_COLS = ("id", "operator", "kind", "filename", "bundle_sha256", "blob_path", "modes", "case_filter",
+                   "labels", "branch", "author", "created_by", "created_at")
+JOB_COLS = ("id", "submission_id", "operator_id", "mode", "queue", "status", "attempts", "worker", "env_fingerprint",
+            "progress", "summary", "timeout_s", "cancel_requested", "submitted_by", "case_count", "duration_s",
+            "created_at", "queued_at", "started_at", "finished_at")
+RESULT_COLS = ("id", "job_id", "operator_id", "operator", "case", "mode", "attempt", "verdict", "structural", "stage",
+               "precision", "output_written", "kernel_launches", "max_abs_diff", "nan_count", "inf_count", "rtol",
+               "atol", "shape_match", "dtype_match", "aicore_time_us", "utilization", "graph_status",
+               "graph_max_abs_diff", "duration_s", "diagnosis_rules", "branch", "commit", "author", "created_at",
+               "report", "source", "source_name", "verified")
+STATE_COLS = ("operator_id", "case", "sim_result_id", "npu_result_id", "combined_verdict", "reason", "updated_at")
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value)
+
+
+def seed(url: str, operators: int, jobs_per_op: int, cases: int) -> float:
+    """Fill a migrated, empty database; returns the seconds it took."""
+    t0 = time.perf_counter()
+    rng = random.Random(5)
+    now = datetime.now(UTC).replace(microsecond=0)
+    spacing = timedelta(hours=max(1, YEAR_H // max(1, jobs_per_op)))  # the runs span about a year
+    verdicts, weights = list(VERDICT_WEIGHTS), list(VERDICT_WEIGHTS.values())
+    ops = []
+    for i in range(operators):
+        v = rng.choices(verdicts, weights)[0]
+        labels = {"branch": "main", "author": f"dev{i % 20}"}
+        ops.append((i + 1, f"op_{i:04d}_" + rng.choice(["add", "matmul", "softmax", "rmsnorm"]), now,
+                    now - timedelta(minutes=i), v, cases, _json({v: cases}), "sim_garbage_graph_ok", "pass", 1.6e35,
+                    "pass", 0.0, 2e-4, 1e-3, 4.1, _json(labels)))
+    latest: dict[tuple[int, int, str], int] = {}
+
+    def runs() -> Iterator[tuple[int, int, str, datetime]]:  # (job id, operator id, mode, date), night-major
+        job = 0
+        for j in range(jobs_per_op):
+            created = now - spacing * (jobs_per_op - j)
+            for op in ops:
+                job += 1
+                yield job, op[0], ("npu" if j % 3 == 2 else "sim"), created
+
+    def submissions() -> Iterator[tuple[Any, ...]]:
+        names = {op[0]: op[1] for op in ops}
+        for job, op_id, mode, created in runs():
+            yield (job, names[op_id], "package", "k.zip", f"{job:064x}", "bundles/none.zip", _json([mode]),
+                   _json([]), _json({"branch": "main", "author": "dev"}), "main", "dev", "bench", created)
+
+    def jobs() -> Iterator[tuple[Any, ...]]:
+        summary = _json({"cases": cases})
+        for job, op_id, mode, created in runs():
+            yield (job, job, op_id, mode, mode, "succeeded", 1, "bench", _json({}), _json({}), summary, 600.0,
+                   False, "bench", cases, 5.0, created, created, created, created)
+
+    report = _json(REPORT)
+
+    def results() -> Iterator[tuple[Any, ...]]:
+        rid = 0
+        for job, op_id, mode, created in runs():
+            sim = mode == "sim"
+            for c in range(cases):
+                rid += 1
+                latest[(op_id, c, mode)] = rid
+                yield (rid, job, op_id, "op", f"case_{c}", mode, 1, "sim_garbage_graph_ok" if sim else "pass", "ok",
+                       "compare", "not_applicable" if sim else "pass", not sim, 1,
+                       rng.uniform(1e30, 1e36) if sim else rng.uniform(1e-5, 9e-4),
+                       rng.choice([0, 0, 16384]) if sim else 0, 0, 1e-3, 1e-3, True, True,
+                       rng.uniform(2, 6) if sim else None, rng.uniform(0.01, 0.06) if sim else None,
+                       "pass" if sim else None, 0.0 if sim else None, 0.8, "", "main", f"c{job % 997:04x}", "dev",
+                       created, report, "worker", "bench", True)
+
+    def states() -> Iterator[tuple[Any, ...]]:
+        for op in ops:
+            for c in range(cases):
+                yield (op[0], f"case_{c}", latest.get((op[0], c, "sim")), latest.get((op[0], c, "npu")), op[4],
+                       "bench", now)
+
+    engine = create_engine(url)
+    loader = _postgres if engine.dialect.name == "postgresql" else _sqlite
+    try:
+        loader(engine, [("operators", OPERATOR_COLS, ops), ("submissions", SUBMISSION_COLS, submissions()),
+                        ("jobs", JOB_COLS, jobs()), ("case_results", RESULT_COLS, results()),
+                        ("case_states", STATE_COLS, states())])
+        with engine.begin() as conn:
+            conn.exec_driver_sql(
+                "UPDATE operators SET latest_sim_job_id = (SELECT max(job_id) FROM case_results r WHERE r.operator_id "
+                "= operators.id AND r.mode = 'sim'), latest_npu_job_id = (SELECT max(job_id) FROM case_results r "
+                "WHERE r.operator_id = operators.id AND r.mode = 'npu')")
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.exec_driver_sql("ANALYZE")
+    finally:
+        engine.dispose()
+    seconds = time.perf_counter() - t0
+    print(f"seeded {operators} operators, {operators * jobs_per_op} jobs, {operators * jobs_per_op * cases} case "
+          f"results in {seconds:.0f} s", flush=True)
+    return seconds
+
+
+Tables = list[tuple[str, tuple[str, ...], Iterable[tuple[Any, ...]]]]
+
+
+def _postgres(engine: Any, tables: Tables) -> None:
+    raw = engine.raw_connection()
+    try:
+        pg = raw.driver_connection
+        with pg.cursor() as cur:
+            cur.execute("SET synchronous_commit = off")
+            cur.execute("SET maintenance_work_mem = '512MB'")
+            cur.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'case_results' "
+                        "AND indexname NOT LIKE 'pk_%'")
+            indexes = cur.fetchall()
+            for name, _ in indexes:
+                cur.execute(f'DROP INDEX "{name}"')
+            for table, cols, rows in tables:
+                with cur.copy(f"COPY {table} ({', '.join(_quoted(c) for c in cols)}) FROM STDIN") as copy:
+                    buf: list[str] = []
+                    for row in rows:
+                        buf.append("\t".join(_pg_text(v) for v in row))
+                        if len(buf) >= 5000:
+                            copy.write("\n".join(buf) + "\n")
+                            buf = []
+                    if buf:
+                        copy.write("\n".join(buf) + "\n")
+            for _, definition in indexes:
+                cur.execute(definition)
+        pg.commit()
+    finally:
+        raw.close()
+
+
+def _quoted(column: str) -> str:
+    return f'"{column}"'
+
+
+def _pg_text(v: Any) -> str:
+    """A value in COPY's text format."""
+    if v is None:
+        return "\\N"
+    if isinstance(v, bool):
+        return "t" if v else "f"
+    if isinstance(v, datetime):
+        return v.isoformat()
+    if isinstance(v, str):
+        return v.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+def _sqlite(engine: Any, tables: Tables) -> None:
+    raw = engine.raw_connection()
+    try:
+        db = raw.driver_connection
+        db.execute("PRAGMA synchronous = OFF")
+        db.execute("PRAGMA journal_mode = OFF")  # a bench database: a crash mid-seed means seeding again
+        indexes = db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'case_results' "
+                             "AND sql IS NOT NULL").fetchall()
+        for name, _ in indexes:
+            db.execute(f'DROP INDEX "{name}"')
+        for table, cols, rows in tables:
+            sql = f"INSERT INTO {table} ({', '.join(_quoted(c) for c in cols)}) VALUES ({', '.join('?' * len(cols))})"
+            batch: list[tuple[Any, ...]] = []
+            for row in rows:
+                batch.append(tuple(_sqlite_value(v) for v in row))
+                if len(batch) >= 20000:
+                    db.executemany(sql, batch)
+                    batch = []
+            if batch:
+                db.executemany(sql, batch)
+            db.commit()
+        for _, definition in indexes:
+            db.execute(definition)
+        db.commit()
+        db.execute("PRAGMA journal_mode = WAL")
+    finally:
+        raw.close()
+
+
+def _sqlite_value(v: Any) -> Any:
+    """SQLAlchemy's SQLite storage: naive UTC 'YYYY-MM-DD HH:MM:SS.ffffff' text for times."""
+    if isinstance(v, datetime):
+        return v.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+    return v

@@ -1,0 +1,112 @@
+"""What a test file needs from its checkout: the static import closure (docs/realops.md §3).
+
+Real test files find their kernels by walking up to the checkout's `src/` and putting folders
+under it on sys.path. We cannot run that code to learn the path, so every folder under `src/`
+is a candidate import root, after the file's own folder. A dotted name resolves under the first
+root holding it, with the `__init__.py` of each package on the way (they run at import, so their
+own imports are followed too). Names that resolve nowhere (torch, pypto, numpy) are the host's.
+"""
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+
+SKIP_DIRS = {"__pycache__", ".git", "output", ".pytest_cache", ".mypy_cache", ".ruff_cache", "node_modules"}
+MAX_ROOT_DEPTH = 8
+MAX_FILES = 500
+
+
+def tree_root(script: Path) -> Path | None:
+    """The checkout a test file walks up into: the nearest ancestor holding `src/`, when the file names 'src'."""
+    script = script.resolve()
+    try:
+        tree = ast.parse(script.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError, OSError):
+        return None
+    if not any(isinstance(n, ast.Constant) and n.value == "src" for n in ast.walk(tree)):
+        return None
+    for parent in script.parents:
+        if (parent / "src").is_dir():
+            return parent
+    return None
+
+
+def import_roots(root: Path, first: list[Path]) -> list[Path]:
+    """Folders an import may resolve under: `first`, then `src/` and every folder below it, then root."""
+    roots = list(first)
+    src = root / "src"
+    if src.is_dir():
+        for here, dirs, _ in os.walk(src):
+            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+            if len(Path(here).relative_to(src).parts) >= MAX_ROOT_DEPTH:
+                dirs[:] = []
+            roots.append(Path(here))
+    roots.append(root)
+    return list(dict.fromkeys(roots))
+
+
+def closure(root: Path, entries: list[Path], roots: list[Path]) -> list[str]:
+    """Files (relative to root, sorted) that `entries` import, transitively, inside root."""
+    root = root.resolve()
+    seen: set[Path] = set()
+    todo = [p.resolve() for p in entries]
+    while todo and len(seen) < MAX_FILES:
+        path = todo.pop()
+        if path in seen or not path.is_relative_to(root) or not path.is_file():
+            continue
+        seen.add(path)
+        if path.suffix == ".py":
+            todo += _imported_files(path, roots)
+    return sorted(p.relative_to(root).as_posix() for p in seen)
+
+
+def _imported_files(path: Path, roots: list[Path]) -> list[Path]:
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError, OSError):
+        return []
+    found: list[Path] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found += _resolve(alias.name, roots)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = path.parent
+                for _ in range(node.level - 1):
+                    base = base.parent
+                found += _resolve_under(base, node.module or "", [a.name for a in node.names])
+            else:
+                found += _resolve(node.module or "", roots, [a.name for a in node.names])
+    return found
+
+
+def _resolve(module: str, roots: list[Path], members: list[str] | None = None) -> list[Path]:
+    for root in roots:
+        hit = _resolve_under(root, module, members or [])
+        if hit:
+            return hit
+    return []
+
+
+def _resolve_under(base: Path, module: str, members: list[str]) -> list[Path]:
+    """Files for `module` (and its `members` that are submodules) under one folder; [] when absent."""
+    parts = [p for p in module.split(".") if p]
+    files: list[Path] = []
+    here = base
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if last and (here / f"{part}.py").is_file():
+            return [*files, here / f"{part}.py"]
+        here = here / part
+        if not here.is_dir():
+            return []
+        if (here / "__init__.py").is_file():
+            files.append(here / "__init__.py")
+    for member in members:
+        if (here / f"{member}.py").is_file():
+            files.append(here / f"{member}.py")
+        elif (here / member / "__init__.py").is_file():
+            files.append(here / member / "__init__.py")
+    return files if (files or parts) else []

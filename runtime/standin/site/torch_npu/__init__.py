@@ -1,0 +1,143 @@
+"""PTO Crosscheck's CPU stand-in for torch_npu, for SIM jobs only (docs/realops.md §2).
+
+Importing it gives `torch.npu` (set_device, synchronize, current_device, device_count,
+is_available, current_stream) and maps every `npu` device to the CPU: `npu:N`,
+`torch.device("npu", N)`, `device=` arguments of factories, `.to(...)` and `.npu()`. Moving a
+tensor to `npu` copies it, as a host-to-device copy does. A fused op (`torch_npu.npu_*`) cannot
+be honoured on a CPU: calling one raises NeedsRealNpu naming the call.
+"""
+from __future__ import annotations
+
+import types
+from typing import Any, Callable
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+__crosscheck_standin__ = True
+__version__ = "0.0.0+crosscheck.standin"
+NPU = "npu"
+ACL_FORMAT_ND = 2
+
+
+class NeedsRealNpu(RuntimeError):
+    """A torch_npu call that only a real NPU can run."""
+
+
+def _is_npu(value: Any) -> bool:
+    if isinstance(value, torch.device):
+        return value.type == NPU
+    if isinstance(value, str):
+        return value == NPU or value.startswith(NPU + ":")
+    return False
+
+
+class _NpuOnCpu(TorchFunctionMode):
+    """Rewrites `npu` devices to the CPU in every torch call; `.to(npu)` copies."""
+
+    def __torch_function__(self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (),
+                           kwargs: dict[str, Any] | None = None) -> Any:
+        kwargs = dict(kwargs or {})
+        if func is torch.device:  # `torch.device("npu", N)` stays an npu device until a call uses it
+            return func(*args, **kwargs)
+        moved = False
+        if _is_npu(kwargs.get("device")):
+            kwargs["device"], moved = "cpu", True
+        if any(_is_npu(a) for a in args):
+            args, moved = tuple("cpu" if _is_npu(a) else a for a in args), True
+        if moved and func is torch.Tensor.to:
+            kwargs["copy"] = True
+        return func(*args, **kwargs)
+
+
+class _Stream:
+    npu_stream = 0
+
+    def synchronize(self) -> None:
+        """CPU work is synchronous."""
+
+    def wait_stream(self, other: Any) -> None:
+        """Nothing to wait for on the CPU."""
+
+
+_state = {"device": 0}
+
+
+def set_device(device: Any) -> None:
+    if isinstance(device, torch.device):
+        _state["device"] = device.index or 0
+    elif isinstance(device, str):
+        _state["device"] = int(device.rsplit(":", 1)[1]) if ":" in device else 0
+    else:
+        _state["device"] = int(device or 0)
+
+
+def current_device() -> int:
+    return _state["device"]
+
+
+def device_count() -> int:
+    return 1
+
+
+def is_available() -> bool:
+    return True
+
+
+def synchronize(device: Any = None) -> None:
+    """CPU work is synchronous."""
+
+
+def current_stream(device: Any = None) -> _Stream:
+    return _Stream()
+
+
+def _noop(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+def _namespace() -> types.ModuleType:
+    npu = types.ModuleType("torch.npu", "torch.npu of PTO Crosscheck's SIM stand-in: the CPU")
+    for fn in (set_device, current_device, device_count, is_available, synchronize, current_stream):
+        setattr(npu, fn.__name__, fn)
+    npu.Stream = _Stream  # type: ignore[attr-defined]
+    for name in ("empty_cache", "manual_seed", "manual_seed_all", "reset_peak_memory_stats", "set_compile_mode"):
+        setattr(npu, name, _noop)
+    npu.get_device_name = lambda device=None: "CPU (PTO Crosscheck SIM stand-in)"  # type: ignore[attr-defined]
+    npu.is_initialized = lambda: True  # type: ignore[attr-defined]
+    return npu
+
+
+def get_npu_format(tensor: Any) -> int:
+    """Every CPU tensor is plain ND."""
+    return ACL_FORMAT_ND
+
+
+def _unavailable(name: str) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        raise NeedsRealNpu(f"torch_npu.{name}() needs a real NPU: the SIM stand-in for torch_npu cannot run it")
+    call.__name__ = name
+    return call
+
+
+def __getattr__(name: str) -> Any:
+    if name.startswith("npu_"):
+        return _unavailable(name)
+    raise AttributeError(f"module 'torch_npu' (PTO Crosscheck's SIM stand-in) has no attribute {name!r}")
+
+
+def _tensor_npu(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+    """`tensor.npu(device=None, non_blocking=False)`: a CPU copy, whatever the card."""
+    return self.to("cpu", copy=True)
+
+
+def _install() -> types.ModuleType:
+    if not hasattr(torch, NPU):
+        torch.utils.rename_privateuse1_backend(NPU)
+        torch._register_device_module(NPU, _namespace())
+    torch.Tensor.npu = _tensor_npu  # type: ignore[attr-defined]
+    _NpuOnCpu().__enter__()  # for the rest of the job process
+    return torch.npu  # type: ignore[attr-defined,no-any-return]
+
+
+npu = _install()

@@ -1,0 +1,152 @@
+"""An operator's history: its runs by date, windowed (last N, a date range, a cursor back) and,
+over long ranges, downsampled to min/max per time bucket so that spikes survive (docs/history.md)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import exists, func, select, tuple_
+from sqlalchemy.orm import Session
+
+from runtime.modes import MODES
+from server.errors import InvalidInput
+from server.models import CaseDay, CaseResult, Job
+
+DEFAULT_RUNS = 100  # the last N runs when no date range is given
+MAX_RUNS = 5000  # one page at most, also for a date range
+MAX_BUCKETS = 1000
+# Per-run values, each the worst (max) over the run's cases; buckets keep their min and max.
+VALUES = ("max_abs_diff", "graph_max_abs_diff", "aicore_time_us", "utilization")
+
+
+@dataclass
+class Window:
+    mode: str | None = None
+    limit: int | None = None  # None: DEFAULT_RUNS, or MAX_RUNS within a date range
+    since: datetime | None = None
+    until: datetime | None = None
+    cursor: int | None = None  # a run's job id: only runs older than it
+    buckets: int | None = None  # downsample each mode to at most this many points
+
+    def runs_wanted(self) -> int:
+        if self.limit is not None:
+            return max(1, min(self.limit, MAX_RUNS))
+        return MAX_RUNS if (self.since or self.until) else DEFAULT_RUNS
+
+
+@dataclass
+class History:
+    points: list[dict[str, Any]]
+    next_cursor: int | None  # pass as `cursor` for the page of older runs
+    days: list[CaseDay]  # daily aggregates kept by compaction, within a date range
+
+
+def operator_history(session: Session, operator_id: int, w: Window) -> History:
+    """Runs oldest first (one point per job and mode), or min/max buckets when w.buckets is exceeded."""
+    if w.mode is not None and w.mode not in MODES:
+        raise InvalidInput(f"unknown mode {w.mode!r}; use sim or npu")
+    if w.buckets is not None and not 2 <= w.buckets <= MAX_BUCKETS:
+        raise InvalidInput(f"buckets must be between 2 and {MAX_BUCKETS}")
+    if w.since and w.until and w.since >= w.until:
+        raise InvalidInput("since must be before until")
+    n = w.runs_wanted()
+    runs = list(session.execute(_runs_query(session, operator_id, w).limit(n + 1)))
+    more = len(runs) > n
+    runs = runs[:n]
+    points = _aggregate(session, [r.id for r in runs], {r.id: r for r in runs})
+    points.sort(key=lambda p: (p["created_at"], p["job_id"]))
+    if w.buckets:
+        points = downsample(points, w.buckets)
+    days = _days(session, operator_id, w) if (w.since or w.until) else []
+    return History(points, runs[-1].id if more and runs else None, days)
+
+
+def _runs_query(session: Session, operator_id: int, w: Window) -> Any:
+    """The operator's jobs with at least one result, newest first (ix_jobs_operator_created_id)."""
+    stmt = (select(Job.id, Job.mode, Job.created_at)
+            .where(Job.operator_id == operator_id, exists().where(CaseResult.job_id == Job.id)))
+    if w.mode:
+        stmt = stmt.where(Job.mode == w.mode)
+    if w.since:
+        stmt = stmt.where(Job.created_at >= w.since)
+    if w.until:
+        stmt = stmt.where(Job.created_at < w.until)
+    if w.cursor is not None:
+        at = session.execute(select(Job.created_at, Job.id).where(Job.id == w.cursor,
+                                                                   Job.operator_id == operator_id)).first()
+        if at is None:
+            raise InvalidInput(f"cursor {w.cursor} is not a run of this operator")
+        stmt = stmt.where(tuple_(Job.created_at, Job.id) < tuple_(at.created_at, at.id))
+    return stmt.order_by(Job.created_at.desc(), Job.id.desc())
+
+
+def _aggregate(session: Session, job_ids: list[int], runs: dict[int, Any]) -> list[dict[str, Any]]:
+    if not job_ids:
+        return []
+    r = CaseResult
+    stmt = (select(r.job_id, func.max(r.commit), func.max(r.branch), func.max(r.max_abs_diff),
+                   func.max(r.graph_max_abs_diff), func.max(r.atol), func.max(r.rtol), func.max(r.aicore_time_us),
+                   func.avg(r.utilization), func.count())
+            .where(r.job_id.in_(job_ids)).group_by(r.job_id))
+    points = []
+    for job_id, commit, branch, diff, gdiff, atol, rtol, us, util, n in session.execute(stmt):
+        run = runs[job_id]
+        p = {"job_id": job_id, "first_job_id": job_id, "mode": run.mode, "created_at": run.created_at,
+             "until": run.created_at, "commit": commit, "branch": branch, "max_abs_diff": diff,
+             "graph_max_abs_diff": gdiff, "atol": atol, "rtol": rtol, "aicore_time_us": us, "utilization": util,
+             "cases": n, "runs": 1}
+        for key in VALUES:
+            p[f"{key}_min"] = p[key]
+        points.append(p)
+    return points
+
+
+def _measured(v: Any) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+def downsample(points: list[dict[str, Any]], buckets: int) -> list[dict[str, Any]]:
+    """Per mode with more than `buckets` runs: equal time spans, each with the min and max of every value.
+
+    A bucket's point carries the max as the value (the worst run) and the min beside it, its first and
+    last job and dates, and the number of runs in it; the latest run's tolerance and labels."""
+    out: list[dict[str, Any]] = []
+    for mode in MODES:
+        runs = [p for p in points if p["mode"] == mode]
+        if len(runs) <= buckets:
+            out.extend(runs)
+            continue
+        t0, t1 = runs[0]["created_at"], runs[-1]["created_at"]
+        span = max((t1 - t0).total_seconds(), 1e-6)
+        groups: dict[int, list[dict[str, Any]]] = {}
+        for p in runs:
+            i = min(int((p["created_at"] - t0).total_seconds() / span * buckets), buckets - 1)
+            groups.setdefault(i, []).append(p)
+        out.extend(_bucket(g) for _, g in sorted(groups.items()))
+    out.sort(key=lambda p: (p["created_at"], p["job_id"]))
+    return out
+
+
+def _bucket(group: list[dict[str, Any]]) -> dict[str, Any]:
+    first, last = group[0], group[-1]
+    b = dict(last, first_job_id=first["first_job_id"], created_at=first["created_at"], until=last["until"],
+             runs=sum(p["runs"] for p in group), cases=sum(p["cases"] for p in group))
+    for key in VALUES:
+        highs = [p[key] for p in group if _measured(p[key])]
+        lows = [p[f"{key}_min"] for p in group if _measured(p[f"{key}_min"])]
+        b[key] = max(highs) if highs else None
+        b[f"{key}_min"] = min(lows) if lows else None
+    return b
+
+
+def _days(session: Session, operator_id: int, w: Window) -> list[CaseDay]:
+    stmt = select(CaseDay).where(CaseDay.operator_id == operator_id)
+    if w.mode:
+        stmt = stmt.where(CaseDay.mode == w.mode)
+    if w.since:
+        stmt = stmt.where(CaseDay.day >= w.since.date())
+    if w.until:
+        stmt = stmt.where(CaseDay.day <= w.until.date())
+    return list(session.scalars(stmt.order_by(CaseDay.day, CaseDay.mode)))

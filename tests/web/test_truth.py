@@ -1,0 +1,113 @@
+"""Issue 11, "truth at a glance": coverage beside every mode summary, deciding evidence first,
+fake passes and rejected stages never drawn healthy, benign log lines as a footnote."""
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from tests.web.test_overview import get, row
+
+
+def test_partial_npu_coverage_is_said_and_never_overstated(client: TestClient) -> None:
+    r = row(get(client, "/"), "softmax_partial")
+    # One of two cases ran on an NPU: the operator does not read "NPU ok".
+    assert r.attrs["data-verdict"] == "sim_garbage_graph_ok"
+    npu = r.find("td", data_label="NPU diff / tol")
+    cover = npu.find("span", cls="cover")
+    assert cover.text() == "NPU 1/2 cases" and "partial" in cover.classes
+    assert r.find("td", data_label="Graph verify").find("span", cls="cover").text() == "graph 2/2 cases"
+    assert "NPU 1/2 cases" in r.find("details").find("summary").text()
+
+
+def test_operator_page_shows_coverage_beside_each_mode(client: TestClient) -> None:
+    page = get(client, "/operators/softmax_partial")
+    assert page.find("h1").find("span", cls="verdict").text() == "⚑ SIM garbage · graph ok"
+    facts = {d.find("dt").text(): d.find("dd") for d in page.find("dl", cls="facts").find_all("div")}
+    assert facts["NPU diff / tol"].find("span", cls="cover").text() == "NPU 1/2 cases"
+    cases = page.find("table", cls="cases").find("tbody").find_all("tr")
+    assert [c.find_all("td")[0].text() for c in cases] == ["⚑ SIM garbage · NPU ok", "⚑ SIM garbage · graph ok"]
+    assert cases[1].find_all("td")[2].text() == "—"  # no NPU result for the second case
+
+
+def test_coverage_page_is_operators_by_modes(client: TestClient) -> None:
+    page = get(client, "/coverage")
+    rows = {tr.attrs["data-operator"]: tr for tr in page.find("table", cls="coverage").find("tbody").find_all("tr")}
+    cells = {td.attrs["data-mode"]: td.text() for td in rows["softmax_partial"].find_all("td") if "data-mode" in td.attrs}
+    assert cells == {"sim": "SIM 2/2 cases", "graph": "graph 2/2 cases", "npu": "NPU 1/2 cases"}
+    assert rows["wrong_maths"].find("td", data_mode="npu").text() == "NPU 0/2 cases"
+    assert "partial" in rows["softmax_partial"].find("td", data_mode="npu").find("span").classes
+
+
+def test_a_fake_pass_graph_verify_is_not_a_healthy_zero(client: TestClient, info: dict[str, Any]) -> None:
+    cell = row(get(client, "/"), "golden_fallback").find("td", data_label="Graph verify")
+    text = cell.text()
+    assert "failed: output identical to the golden but not written by the kernel" in text
+    assert "✓" not in text and "bad" in cell.find("span").classes
+    job = get(client, f"/jobs/{info['fake_jobs'][0].id}")
+    assert "not written by the kernel" in job.find("table", cls="cases").find("tbody").find("tr").text()
+
+
+def test_sim_garbage_on_a_defect_is_neutral_and_second(client: TestClient) -> None:
+    r = row(get(client, "/"), "wrong_maths")
+    garbage = r.find("span", cls="garbage")
+    assert "neutral" in garbage.classes and "not a kernel defect" not in garbage.attrs["title"]
+    labels = [td.attrs["data-label"] for td in r.find("tr").find_all("td")]
+    # The deciding evidence leads; SIM's raw diff comes after it.
+    assert labels.index("Combined verdict") < labels.index("Graph verify") < labels.index("SIM diff")
+    assert labels.index("NPU diff / tol") < labels.index("SIM diff")
+
+
+def test_job_metrics_lead_with_the_verdict_and_the_deciding_evidence(client: TestClient) -> None:
+    op = get(client, "/operators/wrong_maths")
+    job_href = op.find("table", cls="cases").find("tbody").find("a").attrs["href"].split("#")[0]
+    section = get(client, job_href).find("section", id="case-wrong_maths_32x64")
+    metrics = section.find("section", aria_label="Metrics").find("dl", cls="kv")
+    terms = [dt.text() for dt in metrics.find_all("dt")]
+    assert terms[:3] == ["verdict", "decided by", "max |diff|"]
+    values = [dd.text() for dd in metrics.find_all("dd")]
+    assert values[0] == "graph fail" and values[1].startswith("graph verify: ✗ 3.83")
+    assert values[2].startswith("3.83") and values[3].startswith("99.8 %")
+    raw = section.find("details", cls="raw-metrics")  # the garbage: second, collapsed, neutral
+    assert "neutral" in raw.find("summary").find("span", cls="garbage").classes
+    assert "no evidence either way" in raw.text()
+
+
+def test_stage_bar_draws_graph_verify_and_rejected_stages(client: TestClient, info: dict[str, Any]) -> None:
+    def stages(job_id: int) -> dict[str, set[str]]:
+        tr = get(client, f"/jobs/{job_id}").find("table", cls="cases").find("tbody").find("tr")
+        return {s.find("span", cls="stg-name").text(): s.classes for s in tr.find_all("span", cls="stg")}
+
+    fake = stages(info["fake_jobs"][0].id)
+    assert {"stg-graph", "stg-rejected"} <= fake["graph verify"]
+    assert "stg-rejected" in fake["compare"] and "stg-ok" not in fake["compare"]
+    assert "stg-findings" in fake["lint"]  # golden-fallback was found: not a green lint stage
+    flag = stages(info["flag_jobs"][0].id)
+    assert {"stg-graph", "stg-ok"} <= flag["graph verify"] and "stg-ok" in flag["compare"]
+
+
+def test_benign_log_lines_are_a_footnote_not_a_card(client: TestClient, info: dict[str, Any]) -> None:
+    sim_job = info["partial_jobs"][0]
+    section = get(client, f"/jobs/{sim_job.id}").find("section", id="case-scale_add_64x256")
+    assert not section.find_all("article", cls="diag")
+    assert section.find("p", cls="footnote").text() == "1 benign pypto log line hidden"
+    op = get(client, "/operators/softmax_partial")
+    assert "noise-" not in op.find("table", cls="cases").text()
+
+
+def test_cost_model_with_no_work_is_called_out() -> None:
+    from web import evidence
+
+    assert "0 tasks / 0 µs" in evidence.cost_warning({"aic_tasks": 0, "aiv_tasks": 0, "aicore_time_us": 0})
+    assert evidence.cost_warning({"aic_tasks": 0, "aiv_tasks": 1, "aicore_time_us": 1.96}) == ""
+
+
+def test_reproduce_works_from_what_the_user_has(client: TestClient, info: dict[str, Any]) -> None:
+    job = info["flag_jobs"][0]
+    section = get(client, f"/jobs/{job.id}").find("section", id="case-scale_add_32x64")
+    link = section.find("p", cls="reproduce").find("a")
+    response = client.get(link.attrs["href"])
+    assert response.status_code == 200 and response.content[:2] == b"PK"  # the stored zip, byte for byte
+    assert "scale_add.zip" in response.headers["content-disposition"]
+    perfetto = [a for a in section.find_all("a") if a.text() == "Perfetto"]
+    assert perfetto and perfetto[0].attrs["href"].startswith("https://ui.perfetto.dev")

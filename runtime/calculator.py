@@ -19,6 +19,15 @@ from pathlib import Path
 LIB_NAME = "libtile_fwk_calculator.so"
 
 
+def default_cache_dir() -> Path:
+    """Where the graph-verify calculator is cached (CROSSCHECK_CACHE_DIR overrides)."""
+    env = os.environ.get("CROSSCHECK_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pto-crosscheck"
+
+
 @dataclass(frozen=True)
 class CalculatorKey:
     pypto: str
@@ -42,8 +51,13 @@ def library_path(cache_dir: Path, key: CalculatorKey | None = None) -> Path:
     return Path(cache_dir) / "calculator" / key.dirname / "lib" / LIB_NAME
 
 
-def status(cache_dir: Path | None) -> tuple[bool, str]:
-    """(ready, reason)."""
+def status(cache_dir: Path | None, pypto_version: str | None = None) -> tuple[bool, str]:
+    """(ready, reason). A pypto that graph verify does not support needs no calculator (docs/versions.md §2)."""
+    from runtime.graph_verify import version_problem
+
+    problem = version_problem(pypto_version or metadata.version("pypto"))
+    if problem:
+        return False, problem
     if cache_dir is None:
         return False, "no calculator cache dir configured"
     lib = library_path(cache_dir)

@@ -20,8 +20,9 @@ from runtime.report import CaseResult, Diagnosis, Report
 NOISE_PREFIX = "noise-"
 VERDICT_STYLE = {
     "pass": "bold green", "sim_output_unwritten": "cyan", "precision_fail": "bold red",
-    "structural_error": "bold red", "crash": "bold red", "timeout": "bold red", "not_run": "yellow",
+    "structural_error": "bold red", "crash": "bold red", "timeout": "bold red", "resource_limit": "bold red", "not_run": "yellow",
     "suspect_fake_pass": "bold magenta", "sim_garbage_graph_ok": "green", "graph_fail": "bold red",
+    "version_skew": "bold yellow",
 }
 
 
@@ -150,8 +151,8 @@ def print_report(report: Report, console: Console | None = None) -> None:
             where = f" ({case.error.file}:{case.error.line})" if case.error.file else ""
             first = case.error.message.splitlines()[0][:200] if case.error.message else ""
             console.print(f"[red]{escape(case.case)}[/]: {escape(case.error.type)}: {escape(first)}{escape(where)}")
-    for case in report.cases:  # why the harness does not believe a result (docs/SECURITY.md)
-        if case.verdict == verdicts.SUSPECT_FAKE_PASS and case.verdict_reason:
+    for case in report.cases:  # why the harness does not believe a result (docs/SECURITY.md), or skew
+        if case.verdict in (verdicts.SUSPECT_FAKE_PASS, verdicts.VERSION_SKEW) and case.verdict_reason:
             _print_indented(console, f"{case.case}: {case.verdict_reason}", 0)
     grouped, noise = _group_diagnoses(report)
     if grouped:
@@ -161,6 +162,8 @@ def print_report(report: Report, console: Console | None = None) -> None:
         head = f"{d.rule}{' (SIM only)' if d.sim_only else ''} ({_cases_text(entry.cases, len(report.cases))})"
         _print_indented(console, f"{head}: {d.cause}", 2)
         _print_indented(console, f"fix: {d.fix}", 4)
+        if d.pypto_note:
+            _print_indented(console, f"note: {d.pypto_note}", 4)
     if noise:
         console.print(f"[dim]{noise} benign pypto log line(s) hidden[/]")
     if report.lint:

@@ -8,13 +8,13 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any
 
+from runtime.modes import MODES
 from runtime.report import Diagnosis
 
 RULES_PATH = pathlib.Path(__file__).with_name("rules") / "diagnosis.toml"
 # Where a rule's regexes may look; also the order in which evidence is taken.
 SOURCES = ("exception", "stderr", "plog", "stdout", "exit")
 STAGES = ("syntax", "lint", "device", "golden", "sim", "npu", "graph_verify", "compare", "timing")
-MODES = ("sim", "npu")
 EVIDENCE_CHARS = 300
 NOISE_PREFIX = "noise-"
 
@@ -76,7 +76,7 @@ def _load(path: pathlib.Path) -> list[Rule]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{path}: not valid TOML: {exc}") from exc
-    extra = set(data) - {"rule"}
+    extra = set(data) - {"rule", "pypto"}
     if extra:
         raise ValueError(f"{path}: unknown top-level keys {sorted(extra)}")
     raw_rules = data.get("rule", [])
@@ -95,6 +95,25 @@ def _load(path: pathlib.Path) -> list[Rule]:
         seen.add(rule.id)
         rules.append(rule)
     return rules
+
+
+@functools.lru_cache(maxsize=1)
+def supported_pypto() -> tuple[str, ...]:
+    """The pypto versions the packaged rules were checked against (the file's top-level `pypto`)."""
+    data = tomllib.loads(RULES_PATH.read_text(encoding="utf-8"))
+    versions = data.get("pypto", [])
+    if not isinstance(versions, list) or not all(isinstance(v, str) for v in versions):
+        raise ValueError(f"{RULES_PATH}: pypto must be a list of version strings")
+    return tuple(versions)
+
+
+def version_note(pypto_version: str | None) -> str:
+    """"" when the rules were checked on this pypto, else a note saying they were not."""
+    supported = supported_pypto()
+    if not pypto_version or pypto_version in supported:
+        return ""
+    return (f"diagnosis rules were checked against pypto {', '.join(supported)}, not {pypto_version}: "
+            "this one may not apply")
 
 
 def _build(raw: dict[str, Any]) -> Rule:
@@ -170,6 +189,7 @@ def diagnose(
     plog: str = "",
     exit_info: str = "",
     rules: list[Rule] | None = None,
+    pypto_version: str | None = None,
 ) -> list[Diagnosis]:
     """Return the diagnoses whose rules match the texts of one failed case, best first.
 
@@ -177,7 +197,8 @@ def diagnose(
     how the process ended ("signal 11 (SIGSEGV)", "exit code 1", "timeout after 60 s", "oom ...").
     Specific rules come first (priority, then specificity); fallback rules only appear when no
     specific rule matched; noise rules (ids "noise-...") always come last and never explain a
-    failure on their own.
+    failure on their own. With `pypto_version` outside the rules' checked versions, each diagnosis
+    carries a note saying so (`pypto_note`).
     """
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r} (expected one of {list(STAGES)})")
@@ -200,6 +221,7 @@ def diagnose(
     chosen = specific or [h for h in hits if h[0].fallback]
     chosen = sorted(chosen, key=_rank) + sorted((h for h in hits if h[0].noise), key=_rank)
     file, line = _locate(texts)
+    note = version_note(pypto_version)
     return [
         Diagnosis(
             rule=rule.id,
@@ -211,6 +233,7 @@ def diagnose(
             origin=origin,
             file="" if rule.noise else file,
             line=0 if rule.noise else line,
+            pypto_note=note,
         )
         for rule, origin, evidence in chosen
     ]
@@ -262,14 +285,15 @@ def _locate(texts: dict[str, str]) -> tuple[str, int]:
     traceback frame outside site-packages, the standard library and this runtime."""
     for name in ("stdout", "stderr", "exception"):
         for found in _PYPTO_LOCATION.finditer(texts.get(name, "")):
-            if _is_user_file(found["file"]):
+            if is_user_file(found["file"]):
                 return found["file"], int(found["line"])
     for name in ("exception", "stderr"):
-        frames = [f for f in _TRACEBACK_FRAME.finditer(texts.get(name, "")) if _is_user_file(f["file"])]
+        frames = [f for f in _TRACEBACK_FRAME.finditer(texts.get(name, "")) if is_user_file(f["file"])]
         if frames:
             return frames[-1]["file"], int(frames[-1]["line"])
     return "", 0
 
 
-def _is_user_file(path: str) -> bool:
+def is_user_file(path: str) -> bool:
+    """Whether a traceback path is the submission's (not an installed package, the stdlib or this runtime)."""
     return not _NOT_USER.search(path) and not path.startswith(_RUNTIME_DIR)

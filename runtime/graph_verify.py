@@ -16,7 +16,8 @@ from typing import Any
 
 from runtime.jobfiles import JobFiles
 
-FIXED_PYPTO_VERSION = "0.2.0"
+# The pyptos whose private staging method our CPU fix replaces (docs/versions.md §2); others run without it.
+SUPPORTED_PYPTO = ("0.2.0",)
 CSV_NAME = "verify_result_brief.csv"
 # Checking every lowered pass re-runs each pass for every loop iteration (docs/pypto.md §3), so its cost
 # grows faster than the task count: measured here (dynamic_add, 64 columns) the extra time over the
@@ -31,11 +32,11 @@ def estimate_pass_verify_s(graph_call_s: float, tasks: int) -> float:
 
 
 def version_problem(version: str) -> str | None:
-    """Why this pypto version cannot use our CPU fix, or None."""
-    if version == FIXED_PYPTO_VERSION:
+    """Why this pypto version cannot use our CPU fix, or None (docs/versions.md §2)."""
+    if version in SUPPORTED_PYPTO:
         return None
-    return (f"graph verify is unavailable on pypto {version}: our fix for CPU tensors replaces a private "
-            f"method of pypto {FIXED_PYPTO_VERSION} and is not applied to other versions")
+    return (f"graph verify unavailable: pypto {version} not supported (our fix for CPU tensors replaces a "
+            f"private method of pypto {', '.join(SUPPORTED_PYPTO)} and is not applied to other versions)")
 
 
 def preload(info: dict[str, Any]) -> None:

@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from runtime import corroborate, verdicts
+from runtime import corroborate, skew, verdicts
 from runtime.diagnose import diagnose
 from runtime.jobenv import JobDirs
 from runtime.jobfiles import JobFiles
-from runtime.report import CaseResult, CostModel, Diagnosis, ErrorInfo, Launch, Stage
+from runtime.pypto_api import installed_version
+from runtime.report import CaseResult, CostModel, Diagnosis, ErrorInfo, Launch, LintFinding, Stage
 from runtime.tolerance import assert_passed, within_tolerance
 
 TAIL_CHARS = 8000
@@ -41,6 +42,7 @@ class JobContext:
     max_mismatch_ratio: float = 0.005
     memory_bytes: int = 0
     timeout_s: float = 0.0
+    skew_findings: list[LintFinding] | None = None  # the lint's version-skew findings (runtime.lint.api)
 
 
 def _read_logs(found: dict[str, Any]) -> tuple[str, str, str]:
@@ -95,6 +97,8 @@ def _exit_info(report: dict[str, Any], timeout_s: float) -> str:
 
 def _structural(report: dict[str, Any], failed: dict[str, Any] | None, mode: str, texts: str,
                 maxrss_bytes: int, memory_bytes: int, is_script: bool) -> str:
+    if isinstance(report.get("resource_limit"), dict):  # the leader stopped it, or its cgroup did
+        return "resource_limit"
     if report.get("timed_out"):
         return "timeout"
     died = report.get("signal") or (report.get("exit_code") not in (0, None) and not is_script)
@@ -103,10 +107,10 @@ def _structural(report: dict[str, Any], failed: dict[str, Any] | None, mode: str
         return "oom"
     if died:
         return "crash"
+    if failed and (failed["stage"] in ("golden", "device") or failed.get("type") == "CannotCall"):
+        return "not_run"  # CannotCall: a test function needs an argument we do not supply (runtime.testmodule)
     if failed and failed["stage"] in (mode, "compare"):
         return "error"
-    if failed and failed["stage"] in ("golden", "device"):
-        return "not_run"
     return "ok"
 
 
@@ -177,6 +181,10 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
     if internal and structural == "ok":
         structural = "crash"
     exit_info = _exit_info(report, ctx.timeout_s)
+    limit_reason = str((report.get("resource_limit") or {}).get("reason", ""))[:500] if structural == "resource_limit" \
+        else ""
+    if limit_reason:
+        exit_info = f"{limit_reason} ({exit_info})" if exit_info else limit_reason
     if structural == "oom":
         exit_info = (exit_info + f"; oom (peak RSS {maxrss / 2**30:.2f} GiB, limit "
                      f"{ctx.memory_bytes / 2**30:.2f} GiB)").lstrip("; ")
@@ -187,7 +195,7 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
                           file=str(source.get("file", "")), line=int(_number(source.get("line"))),
                           traceback=str(source.get("traceback", "")))
     elif exit_info:
-        error = ErrorInfo(type="ProcessExit", message=exit_info)
+        error = ErrorInfo(type="ResourceLimit" if limit_reason else "ProcessExit", message=exit_info)
     result_ev = next((e for e in events if e.get("event") == "result"), None)
     checked = corroborate.check(ctx.is_script, events, found, result_ev)
     metrics = checked.metrics
@@ -196,6 +204,10 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         metrics = _worst_assert(script["asserts"])
     graph = _script_graph(events, script, structural) if script is not None else \
         _graph_verify(events, result_ev, ctx, checked)
+    pypto_version = installed_version() or "not installed"
+    skewed = None
+    if structural == "error" or (ctx.is_script and exit_info):
+        skewed = skew.detect(error, stderr + "\n" + stdout, ctx.skew_findings or [], pypto_version)
     if ctx.is_script:
         output_written = any(any(l.output_written) for l in launches) if launches else None
     elif graph and graph.get("status") in ("pass", "fail"):
@@ -216,6 +228,8 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         graph_status=graph.get("status") if graph else None,
         device_failed=bool(failed and failed["stage"] == "device"),
         contradictions=checked.contradictions, changed_after_launch=checked.changed_after_launch,
+        version_skew=skewed.describe() if skewed else None,
+        resource_limit=limit_reason,
     )
     verdict, precision, reason = verdicts.decide(ev)
     fail_stage = failed["stage"] if failed else (last_stage or ctx.mode)
@@ -223,7 +237,8 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
     if verdict not in ("pass", "sim_output_unwritten") or error is not None:
         diagnoses = diagnose(stage=fail_stage, mode=ctx.mode,
                              exception=f"{error.type}: {error.message}" if error else "",
-                             stdout=stdout, stderr=stderr, plog=plog, exit_info=exit_info)
+                             stdout=stdout, stderr=stderr, plog=plog, exit_info=exit_info,
+                             pypto_version=pypto_version)
         if error and error.file:
             for d in diagnoses:
                 if not d.file:
@@ -238,6 +253,7 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         launches=launches, script=script, graph_verify=graph, timing=_timing(events),
         logs={"stdout": stdout[-TAIL_CHARS:], "stderr": stderr[-TAIL_CHARS:], "plog": plog[-TAIL_CHARS:]},
         job_dir=str(ctx.dirs.root), evidence_dir=str(found.get("dir") or ""), evidence=checked.summary(),
+        version_skew=skewed.to_dict() if skewed and verdict == verdicts.VERSION_SKEW else None,
     )
 
 

@@ -21,6 +21,7 @@ class LintFinding:
     line: int
     message: str
     source: str = ""  # the offending line, stripped
+    subject: str = ""  # version-skew rules: the pypto name or construct the installed pypto lacks
 
 
 @dataclass
@@ -34,6 +35,7 @@ class Diagnosis:
     origin: str = ""  # exception | stdout | stderr | plog | exit
     file: str = ""  # the user's file and line, when known
     line: int = 0
+    pypto_note: str = ""  # set when the rules were not checked against this host's pypto
 
 
 @dataclass
@@ -81,7 +83,7 @@ class CaseResult:
     shapes: list[list[int]] = field(default_factory=list)
     dtypes: list[str] = field(default_factory=list)
     description: str = ""
-    structural: str = "not_run"  # ok | error | crash | timeout | oom | not_run
+    structural: str = "not_run"  # ok | error | crash | timeout | oom | resource_limit | not_run
     stage: str = ""  # the last stage reached
     error: ErrorInfo | None = None
     diagnosis: list[Diagnosis] = field(default_factory=list)
@@ -103,6 +105,8 @@ class CaseResult:
     evidence_dir: str = ""  # the copies the harness took from the job dir (runtime.evidence)
     # What the harness corroborated outside the job: launches, its recompare, contradictions, refusals.
     evidence: dict[str, Any] = field(default_factory=dict)
+    # Verdict version_skew: {installed, kind, names, evidence, found_by} (runtime.skew)
+    version_skew: dict[str, Any] | None = None
 
 
 @dataclass

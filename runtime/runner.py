@@ -10,13 +10,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from runtime.modes import MODES
 from runtime import submission as submission_mod
+from runtime import testmodule
 from runtime.dtypes import default_tolerance
 from runtime.errors import NO_NPU_MESSAGE, HostError, SubmissionError
 from runtime.host import choose_device, environment, npu_fingerprint, npu_status
 from runtime.jobenv import JobDirs, job_environment
 from runtime.jobfiles import JobFiles
-from runtime.lint import GOLDEN_FALLBACK, lint_files
+from runtime import pypto_api
+from runtime.lint import GOLDEN_FALLBACK, VERSION_SKEW_RULES, lint_files
 from runtime.outcome import JobContext, build
 from runtime.report import CaseResult, Diagnosis, ErrorInfo, LintFinding, Report, Stage, Submission
 from runtime.sandbox import Limits
@@ -35,7 +38,11 @@ class RunOptions:
     mode: str = "sim"
     cases: list[str] = field(default_factory=list)
     timeout_s: float = DEFAULT_TIMEOUT_S
-    memory_bytes: int = Limits.memory_bytes
+    memory_bytes: int = Limits.memory_bytes  # per case, its real memory (runtime.sandbox.Limits)
+    nproc: int = Limits.nproc  # per case, processes and threads
+    disk_bytes: int = Limits.disk_bytes  # per case, its job dir
+    # How the caller's users raise each limit ("memory" -> "--memory GIB"), named in resource_limit verdicts.
+    limit_flags: dict[str, str] = field(default_factory=dict)
     work_dir: Path | None = None
     device_id: int | None = None
     graph_verify: bool = True
@@ -46,6 +53,12 @@ class RunOptions:
     parallel: int = 1  # cases run at once (each its own sandboxed fork)
 
 
+@dataclass(frozen=True)
+class TestFunction:
+    """A `test_*` function of a test module: one case."""
+    name: str
+
+
 # Called after each case with (case, done, total); returning False stops the run (cancel).
 CaseCallback = Callable[[CaseResult, int, int], "bool | None"]
 
@@ -54,7 +67,7 @@ def run_submission(path: Path, options: RunOptions, warm: WarmParent | None = No
                    on_case: CaseCallback | None = None) -> Report:
     """Verify the submission at `path`. Raises SubmissionError or HostError for unusable input."""
     start = time.perf_counter()
-    if options.mode not in ("sim", "npu"):
+    if options.mode not in MODES:
         raise SubmissionError(f"unknown mode {options.mode!r}; use sim or npu")
     npu: dict[str, Any] = {}
     if options.mode == "npu":
@@ -71,9 +84,11 @@ def run_submission(path: Path, options: RunOptions, warm: WarmParent | None = No
     _check_case_filter(sub, options.cases)
     syntax_stage, syntax_errors = _syntax(sub)
     lint_start = time.perf_counter()
-    findings = lint_files([sub.root / f for f in sub.python_files], sub.root)
+    api = pypto_api.load(options.cache_dir)  # None without pypto: the version-skew rules are skipped
+    findings = lint_files([sub.root / f for f in sub.python_files], sub.root, api)
+    api_note = f"checked against pypto {api.version}'s API" if api else "pypto's API unavailable: names not checked"
     lint_stage = Stage("lint", "ok", round(time.perf_counter() - lint_start, 4),
-                       f"{len(findings)} finding(s)")
+                       f"{len(findings)} finding(s); {api_note}")
     report = Report(
         submission=Submission(kind=sub.kind, name=sub.name, sha256=sub.sha256, files=sub.files),
         mode=options.mode, environment=environment(device=_device_name(options), npu=npu), lint=findings,
@@ -136,6 +151,7 @@ class _CaseRunner:
         self.work = work
         self.shared_stages = shared_stages
         self.golden_fallback = any(f.rule == GOLDEN_FALLBACK for f in findings)
+        self.skew_findings = [f for f in findings if f.rule in VERSION_SKEW_RULES]
         self.warm: WarmParent | None = None
         self.sandbox_info: dict[str, Any] | None = None
         self.standin_used = False  # a SIM case imported the torch_npu stand-in (runtime.standin)
@@ -160,6 +176,12 @@ class _CaseRunner:
         if self.sub.case_file is not None:
             cases = self.sub.case_file.cases
             return [c for c in cases if not self.options.cases or c.id in self.options.cases]
+        assert self.sub.script is not None
+        path = self.sub.root / self.sub.script
+        functions = [] if testmodule.answers_list(path) else testmodule.test_functions(path)
+        if functions:  # a test module: each test_* function is a case (docs/realops.md §4)
+            wanted = self.options.cases or functions
+            return [TestFunction(f) for f in functions if f in wanted] or [TestFunction(f) for f in wanted]
         if self.options.cases:
             return list(self.options.cases)
         return self._discover_script_cases() or [MAIN_CASE]
@@ -197,8 +219,8 @@ class _CaseRunner:
         for p in [dirs.root, dirs.src, *dirs.src.rglob("*")]:
             p.chmod(0o755 if p.is_dir() else 0o644)
         assert self.warm is not None
-        limits = Limits(timeout_s=timeout_s, memory_bytes=self.options.memory_bytes,
-                        isolate_network=self.options.isolate_network,
+        limits = Limits(timeout_s=timeout_s, memory_bytes=self.options.memory_bytes, nproc=self.options.nproc,
+                        disk_bytes=self.options.disk_bytes, isolate_network=self.options.isolate_network,
                         drop_privileges=self.options.drop_privileges)
         request = {
             "job_dir": str(dirs.root), "src_dir": str(dirs.src), "work_dir": str(dirs.work),
@@ -210,6 +232,7 @@ class _CaseRunner:
             "mode": self.options.mode, "device_id": self.options.device_id,
             "env": job_environment(dirs, self.options.mode, self.warm.config_path, self.options.device_id),
             "limits": limits.__dict__,
+            "limit_flags": dict(self.options.limit_flags),
             "graph_verify": self._graph_verify_config(),
         }
         return request, dirs
@@ -251,13 +274,15 @@ class _CaseRunner:
         return finished, stopped and len(finished) < len(specs)
 
     def _prepare(self, spec: Any) -> tuple[JobContext, dict[str, Any]]:
+        if isinstance(spec, TestFunction):
+            return self._script_job(spec.name, function=spec.name)
         if isinstance(spec, str):
             return self._script_job(spec)
         return self._package_job(spec)
 
     @staticmethod
     def _needs_plain_rerun(spec: Any, case: CaseResult) -> bool:
-        return not isinstance(spec, str) and case.structural == "error" and bool((case.graph_verify or {}).get("active"))
+        return case.structural == "error" and bool((case.graph_verify or {}).get("active"))
 
     def _package_job(self, case: Any) -> tuple[JobContext, dict[str, Any]]:
         request, dirs = self._package_request(case, f"{self.sub.name}-{case.id}")
@@ -265,7 +290,8 @@ class _CaseRunner:
                          description=case.description, shapes=[i.shape for i in case.inputs],
                          dtypes=[i.dtype for i in case.inputs], golden_fallback=self.golden_fallback,
                          compare=case.compare, max_mismatch_ratio=case.max_mismatch_ratio,
-                         memory_bytes=self.options.memory_bytes, timeout_s=self.options.timeout_s)
+                         memory_bytes=self.options.memory_bytes, timeout_s=self.options.timeout_s,
+                         skew_findings=self.skew_findings)
         return ctx, request
 
     def _package_request(self, case: Any, label: str) -> tuple[dict[str, Any], JobDirs]:
@@ -292,26 +318,30 @@ class _CaseRunner:
 
         Retrying in the same process is not possible: pypto then reports "function nested".
         """
-        request, dirs = self._package_request(case, f"{self.sub.name}-{case.id}-plain")
+        if isinstance(case, (str, TestFunction)):
+            plain_ctx, request = self._prepare(case)
+            dirs = plain_ctx.dirs
+        else:
+            request, dirs = self._package_request(case, f"{self.sub.name}-{case.id}-plain")
         request["graph_verify"]["enabled"] = False
         plain = self._finish(JobContext(**{**ctx.__dict__, "dirs": dirs}), request)
         if plain.structural == "error":
             plain.graph_verify = {"status": "unavailable", "metrics": None,
                                   "reason": "the kernel fails to compile or run with and without graph verify"}
             return plain
-        plain.graph_verify = {"status": "error", "metrics": None,
-                              "error": failed.error.__dict__ if failed.error else None,
-                              "reason": "graph verify failed while plain SIM runs the kernel"}
+        plain.graph_verify = graph_verify_failure(failed)
         return plain
 
-    def _script_job(self, case_id: str) -> tuple[JobContext, dict[str, Any]]:
+    def _script_job(self, case_id: str, function: str | None = None) -> tuple[JobContext, dict[str, Any]]:
         request, dirs = self._request(f"{self.sub.name}-{case_id}", self.options.timeout_s)
-        args = [] if case_id == MAIN_CASE else [case_id]
-        request.update(kind="script", script=self.sub.script, script_args=[*args, "--run_mode", self.options.mode])
+        args = [] if case_id == MAIN_CASE or function else [case_id]
+        request.update(kind="module" if function else "script", function=function, script=self.sub.script,
+                       script_args=[*args, "--run_mode", self.options.mode])
         _script_dir_writable(request, dirs, self.sub.script)
         ctx = JobContext(operator=self.sub.name, case=case_id, mode=self.options.mode, dirs=dirs,
                          is_script=True, golden_fallback=self.golden_fallback,
-                         memory_bytes=self.options.memory_bytes, timeout_s=self.options.timeout_s)
+                         memory_bytes=self.options.memory_bytes, timeout_s=self.options.timeout_s,
+                         skew_findings=self.skew_findings)
         return ctx, request
 
     def _finish(self, ctx: JobContext, request: dict[str, Any]) -> CaseResult:
@@ -330,6 +360,25 @@ class _CaseRunner:
         if self.test_double:
             label_test_double(case)
         return case
+
+
+# pypto 0.2.0's calculator on a composite op (pypto.sigmoid) over a partial last tile (docs/realops.md §6).
+PARTIAL_TILE_SIGNATURE = re.compile(r"setStorage.*out of bounds", re.S)
+PARTIAL_TILE_RULE = "graph-verify-partial-tile-composite"
+
+
+def graph_verify_failure(failed: CaseResult) -> dict[str, Any]:
+    """graph_verify of a case whose kernel fails only with graph verify on: a known pypto limit, or an error."""
+    error = failed.error.__dict__ if failed.error else None
+    texts = " ".join([failed.error.message if failed.error else "", *(launch.error for launch in failed.launches)])
+    if PARTIAL_TILE_SIGNATURE.search(texts):
+        return {"status": "unsupported", "metrics": None, "rule": PARTIAL_TILE_RULE, "error": error,
+                "reason": ("pypto 0.2.0's graph-verify calculator cannot run a composite op (such as pypto.sigmoid) "
+                           "on a partial last tile (valid_shape smaller than the tile): it fails with 'setStorage "
+                           "... out of bounds'. Plain SIM ran the kernel; the case is judged without graph "
+                           "evidence")}
+    return {"status": "error", "metrics": None, "error": error,
+            "reason": "graph verify failed while plain SIM runs the kernel"}
 
 
 def _listed(case_id: str, text: str) -> bool:

@@ -38,9 +38,14 @@ _libc = ctypes.CDLL(None, use_errno=True)
 @dataclass
 class Limits:
     timeout_s: float = 300.0
-    memory_bytes: int = 8 * 1024**3  # RLIMIT_AS; import torch+pypto alone needs ~700 MiB
-    file_bytes: int = 2 * 1024**3
-    nproc: int = 1024
+    # The job's real memory as a whole: its cgroup's limit, or its process tree's RSS when no cgroup
+    # can be made (runtime.cgroup, runtime.warm.guard). Never an address-space limit: pypto's threads
+    # reserve gigabytes they never touch. Import of torch+pypto alone is ~700 MiB, shared with the parent.
+    memory_bytes: int = 8 * 1024**3
+    file_bytes: int = 2 * 1024**3  # one file (RLIMIT_FSIZE)
+    disk_bytes: int = 4 * 1024**3  # the whole job dir
+    tmp_bytes: int = 256 * 1024**2  # each of the job's private /tmp, /var/tmp and /dev/shm
+    nproc: int = 512  # processes and threads, the job cgroup's pids.max (else RLIMIT_NPROC of the job uid)
     isolate_network: bool = True
     drop_privileges: bool = True
 
@@ -52,11 +57,15 @@ class Isolation:
     pid_namespace: bool = False
     mount_namespace: bool = False
     uid: int | None = None
+    memory_limit: str = ""  # "cgroup v1" | "cgroup v2" | "rss watchdog"
+    private_tmp: bool = False  # its own size-capped /tmp, /var/tmp and /dev/shm
+    hidden: list[str] = field(default_factory=list)  # host paths covered in its mount namespace
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {"network_isolated": self.network, "pid_namespace": self.pid_namespace,
-                "mount_namespace": self.mount_namespace, "uid": self.uid, "notes": self.notes}
+                "mount_namespace": self.mount_namespace, "uid": self.uid, "memory_limit": self.memory_limit,
+                "private_tmp": self.private_tmp, "hidden": self.hidden, "notes": self.notes}
 
 
 def _check(ret: int, what: str) -> None:
@@ -172,15 +181,21 @@ def device_groups() -> list[int]:
     return sorted(g for g in gids if g != 0)
 
 
-def enter(limits: Limits, uid: int | None, groups: list[int] | None = None) -> None:
-    """In the job process: resource limits, then the unprivileged uid. Irreversible."""
+def enter(limits: Limits, uid: int | None, groups: list[int] | None = None, in_cgroup: bool = False) -> None:
+    """In the job process: resource limits, then the unprivileged uid. Irreversible.
+
+    In a job cgroup, its pids.max is the process limit, and RLIMIT_NPROC only a loose backstop: the
+    cgroup then is what refuses the fork, and it records that, so the job gets a resource_limit verdict.
+    """
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+    # No RLIMIT_AS: memory is limited as a whole, by the job's cgroup or the leader's watchdog.
+    file_bytes = min(limits.file_bytes, limits.disk_bytes)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
     cpu = int(limits.timeout_s * 2) + 30  # a backstop; the wall clock timeout is the real limit
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     if uid is not None:
-        resource.setrlimit(resource.RLIMIT_NPROC, (limits.nproc, limits.nproc))
+        nproc = limits.nproc * 2 if in_cgroup else limits.nproc
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
         os.setgroups(list(groups or []))
         os.setgid(uid)
         os.setuid(uid)

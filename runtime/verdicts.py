@@ -7,11 +7,13 @@
 | structural_error      | the kernel failed to parse, compile or run (an exception in the SIM/NPU stage), or its result has the wrong structure |
 | crash                 | the job process died: a signal (segfault, abort), an unexpected exit, or out-of-memory |
 | timeout               | the job ran past its wall-clock limit and was killed |
+| resource_limit        | the job hit one of its limits (memory, processes, disk) and was stopped; the reason names the limit and how to raise it |
 | not_run               | no kernel ran: the wrapper/script never launched a jit kernel, or the golden failed so the case could not be evaluated |
 | suspect_fake_pass     | the result matches the golden (exactly or within tolerance) but the kernel cannot have produced it: no kernel launched, lint found a golden fallback, the kernel did not write the output that matches, or SIM (which has no data path) "wrote" it; also any job whose own report contradicts what the harness checked outside it (forged launches, edited harness code, metrics or bytes that disagree) |
 | sim_output_unwritten  | SIM compiled and ran the kernel but, as SIM always does on a CPU host, wrote no output: structure OK, no precision evidence |
 | sim_garbage_graph_ok  | as sim_output_unwritten, and graph verify ran the kernel's tensor graph on the CPU and matched the golden: the SIM garbage is benign; hardware precision still awaits the NPU |
 | graph_fail            | SIM compiled and ran the kernel, but its tensor graph computed on the CPU does not match the golden (or never writes the output): the kernel's maths or tiling is wrong, no NPU needed |
+| version_skew          | the kernel failed because it was written for another pypto: it uses a name, a call or syntax the installed pypto lacks or spells differently (runtime.skew). Not a kernel defect; run it with the pypto it targets |
 
 Graph verify never makes a case `pass`: precision on hardware is the NPU's word. Launches count
 only when pypto's own call folders corroborate them, and the metrics are the harness's recompare
@@ -27,14 +29,16 @@ PRECISION_FAIL = "precision_fail"
 STRUCTURAL_ERROR = "structural_error"
 CRASH = "crash"
 TIMEOUT = "timeout"
+RESOURCE_LIMIT = "resource_limit"
 NOT_RUN = "not_run"
 SUSPECT_FAKE_PASS = "suspect_fake_pass"
 SIM_OUTPUT_UNWRITTEN = "sim_output_unwritten"
 SIM_GARBAGE_GRAPH_OK = "sim_garbage_graph_ok"
 GRAPH_FAIL = "graph_fail"
+VERSION_SKEW = "version_skew"
 
-VERDICTS = (PASS, PRECISION_FAIL, STRUCTURAL_ERROR, CRASH, TIMEOUT, NOT_RUN, SUSPECT_FAKE_PASS,
-            SIM_OUTPUT_UNWRITTEN, SIM_GARBAGE_GRAPH_OK, GRAPH_FAIL)
+VERDICTS = (PASS, PRECISION_FAIL, STRUCTURAL_ERROR, CRASH, TIMEOUT, RESOURCE_LIMIT, NOT_RUN, SUSPECT_FAKE_PASS,
+            SIM_OUTPUT_UNWRITTEN, SIM_GARBAGE_GRAPH_OK, GRAPH_FAIL, VERSION_SKEW)
 
 # What `crosscheck run` accepts (exit 0) per mode: SIM judges structure, the NPU precision.
 ACCEPTABLE = {"sim": {SIM_OUTPUT_UNWRITTEN, SIM_GARBAGE_GRAPH_OK}, "npu": {PASS}}
@@ -44,7 +48,7 @@ ACCEPTABLE = {"sim": {SIM_OUTPUT_UNWRITTEN, SIM_GARBAGE_GRAPH_OK}, "npu": {PASS}
 class Evidence:
     """What a case produced, reduced to what the verdict depends on."""
     mode: str
-    structural: str  # ok | error | crash | timeout | oom | not_run
+    structural: str  # ok | error | crash | timeout | oom | resource_limit | not_run
     golden_failed: bool = False
     kernel_launches: int = 0  # corroborated by pypto's call folders
     launches_reported: int = 0  # as the job's events claim
@@ -63,10 +67,14 @@ class Evidence:
     contradictions: list[str] = field(default_factory=list)
     changed_after_launch: bool = False  # the output's bytes changed after the kernel's last launch
     device_failed: bool = False  # NPU: torch_npu or set_device failed before anything ran
+    resource_limit: str = ""  # which limit stopped the job, and how to raise it (structural resource_limit)
+    version_skew: str | None = None  # what the installed pypto lacks, when the failure says so (runtime.skew)
 
 
 def decide(ev: Evidence) -> tuple[str, str, str]:
     """(verdict, precision, reason) for one case."""
+    if ev.structural == "resource_limit":
+        return RESOURCE_LIMIT, "not_applicable", ev.resource_limit or "the job hit a resource limit"
     if ev.structural == "timeout":
         return TIMEOUT, "not_applicable", "the job ran past its time limit"
     if ev.structural in ("crash", "oom"):
@@ -79,6 +87,8 @@ def decide(ev: Evidence) -> tuple[str, str, str]:
     if ev.contradictions:
         return SUSPECT_FAKE_PASS, "not_applicable", (
             f"the job's own report contradicts what the harness checked outside it: {ev.contradictions[0]}")
+    if ev.version_skew and (ev.structural == "error" or (ev.is_script and ev.exit_code not in (0, None))):
+        return VERSION_SKEW, "not_applicable", f"written for another pypto: {ev.version_skew}"
     if ev.is_script:
         return _decide_script(ev)
     if ev.structural == "error":

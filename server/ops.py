@@ -16,6 +16,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy import Float, case, cast, func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from jobqueue import QUEUES
 from server.config import Settings
 from server.models import Job, Worker
 from server.models.base import utcnow
@@ -29,7 +30,6 @@ log = logging.getLogger(__name__)
 router = APIRouter(tags=["operations"])
 READY_TIMEOUT_S = 3.0
 DURATION_BUCKETS_S = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600)
-QUEUES = ("sim", "npu")
 
 
 @router.get("/healthz", summary="The process is alive")

@@ -1,4 +1,4 @@
-"""The producer side of the job queue: task names, a minimal Celery app, enqueue, broker upkeep.
+"""The producer side of the job queue (its contract: jobqueue/): a minimal Celery app, enqueue, broker upkeep.
 
 The server never imports worker tasks; it sends them by name. Jobs are enqueued only after the
 transaction that created them commits, and a failed send is not an error: the job stays `queued`
@@ -14,28 +14,15 @@ from typing import Any
 from celery import Celery  # type: ignore[import-untyped]
 from sqlalchemy import create_engine, inspect, text
 
+from jobqueue import SQLA_PREFIX, TASK_RUN_JOB, configure_sqlite_transport
 from server.config import Settings, get_settings
 
 log = logging.getLogger(__name__)
 
-TASK_RUN_JOB = "jobs.run"  # args: [job_id, attempt]
 HARD_LIMIT_GRACE_S = 60.0  # time_limit = timeout_s + this: the soft limit lets the worker report first
 BROKER_TIMEOUT_S = 2.0
-SQLA_PREFIX = "sqla+"
 # Re-sending is best effort, so give up fast rather than hold a request open.
 PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
-
-
-def configure_transport(broker_url: str, poll_s: float) -> None:
-    """Set the SQLAlchemy transport's polling interval on its class.
-
-    Not in broker_transport_options: kombu passes those to create_engine, which rejects
-    `polling_interval` and crashes the worker (docs/platform.md §1).
-    """
-    if broker_url.startswith(SQLA_PREFIX):
-        from kombu.transport import sqlalchemy as sqla_transport
-
-        sqla_transport.Transport.polling_interval = poll_s
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
@@ -60,7 +47,7 @@ class Producer:
 
     def __init__(self, settings: Settings):
         self.broker_url = settings.resolved_broker_url
-        configure_transport(self.broker_url, settings.broker_poll_s)
+        configure_sqlite_transport(self.broker_url, settings.broker_poll_s)
         self.celery = Celery("crosscheck-api", set_as_current=False)
         self.celery.conf.update(celery_config(settings))
 

@@ -11,7 +11,7 @@ from markupsafe import Markup, escape
 # A SIM output is leftover memory on CPU hosts; past this the "diff" is noise, not a measurement.
 GARBAGE_ABS_DIFF = 1e6
 SIM_GARBAGE_VERDICTS = ("sim_output_unwritten", "sim_garbage_graph_ok")
-SIM_BROKEN_VERDICTS = ("structural_error", "crash", "timeout", "not_run")
+SIM_BROKEN_VERDICTS = ("structural_error", "crash", "timeout", "resource_limit", "not_run")
 
 
 def sig(value: Any, digits: int = 3) -> str:
@@ -159,7 +159,8 @@ def label(verdict: str | None) -> str:
         return "—"
     words = {"sim_garbage_npu_ok": "SIM garbage · NPU ok", "sim_garbage_graph_ok": "SIM garbage · graph ok",
              "sim_only_error": "SIM-only error", "npu_only_fail": "NPU-only fail",
-             "sim_output_unwritten": "SIM output unwritten", "graph_fail": "graph fail"}
+             "sim_output_unwritten": "SIM output unwritten", "graph_fail": "graph fail",
+             "version_skew": "written for another pypto"}
     return words.get(verdict, verdict.replace("_", " "))
 
 
@@ -176,6 +177,9 @@ def structure(verdict: str | None) -> dict[str, str]:
         return {"text": "✗ " + label(verdict), "css": "bad", "title": f"SIM: {verdict}"}
     if verdict == "suspect_fake_pass":
         return {"text": "✗ fake pass", "css": "bad", "title": "the result cannot have come from the kernel"}
+    if verdict == "version_skew":
+        return {"text": "✗ other pypto", "css": "warn",
+                "title": "the kernel was written for another pypto than the worker's (docs/versions.md)"}
     return {"text": "✓ runs", "css": "ok", "title": f"SIM compiled and ran the kernel ({label(verdict)})"}
 
 

@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
+from runtime.modes import MODES
 from runtime import verdicts
 from server.api.deps import SessionDep
 from server.errors import InvalidInput
@@ -46,7 +47,7 @@ def suite_run_page(request: Request, run_id: int, session: SessionDep, caller: R
     suite_runs.settle(session, run)
     if verdict and verdict not in verdicts.VERDICTS:
         raise InvalidInput(f"unknown verdict {verdict!r}")
-    if mode and mode not in ("sim", "npu"):
+    if mode and mode not in MODES:
         raise InvalidInput(f"unknown mode {mode!r}; use sim or npu")
     if show not in ("", "failing", "flaky", "reused", "upload"):
         raise InvalidInput(f"unknown view {show!r}")

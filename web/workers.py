@@ -6,6 +6,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
+from jobqueue import QUEUES
 from server.api.deps import SessionDep, SettingsDep
 from server.auth import Caller, require
 from server.services import queries, workers
@@ -13,7 +14,6 @@ from web.deps import Reader, render
 from web.errors import HtmlRoute
 
 router = APIRouter(route_class=HtmlRoute)
-QUEUES = ("sim", "npu")
 Admin = Annotated[Caller, Depends(require("admin"))]
 
 

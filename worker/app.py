@@ -1,4 +1,4 @@
-"""The Celery app (`celery -A worker.app worker -Q sim`), configured from server.config.Settings.
+"""The Celery app (`celery -A worker.app worker -Q sim`), configured from worker.config.WorkerSettings.
 
 The broker is not our source of truth (docs/platform.md §1: a SIGKILLed worker's message is never
 redelivered by the SQLite transport, and only after the visibility timeout by Redis). Job state
@@ -10,11 +10,10 @@ from __future__ import annotations
 from celery import Celery
 from kombu import Queue
 
-from server.config import Settings, get_settings
+from jobqueue import QUEUES, SQLA_PREFIX, TASK_RUN_JOB, configure_sqlite_transport
+from worker.config import WorkerSettings, get_settings
 from worker.capabilities import host_modes
 
-TASK_RUN = "jobs.run"  # the name the server enqueues (server/queue.py)
-QUEUES = ("sim", "npu")  # one queue per mode; the server sends each job to the queue named by its mode
 # Redis redelivers an unacked message after this long, so it must exceed the longest job (a job
 # that outlives it runs twice, but the second delivery's claim fails harmlessly). A lost message
 # is recovered much sooner by the server's stale sweep, so erring long costs little.
@@ -24,22 +23,14 @@ REDIS_UNACKED_RESTORE_INTERVAL_S = 10
 REDIS_UNACKED_RESTORE_THROTTLE = 1
 
 
-def _configure_sqlite_transport(poll_s: float) -> None:
-    """Set the embedded broker's poll on the transport class: kombu would pass a
-    `polling_interval` transport option to create_engine, which crashes the worker."""
-    from kombu.transport import sqlalchemy as sqla
-
-    sqla.Transport.polling_interval = poll_s
-
-
-def create_app(settings: Settings | None = None) -> Celery:
+def create_app(settings: WorkerSettings | None = None) -> Celery:
     settings = settings or get_settings()
     broker = settings.resolved_broker_url
     app = Celery("crosscheck", broker=broker, include=["worker.tasks"])
     transport_options: dict[str, object] = {}
-    if broker.startswith("sqla+"):
+    if broker.startswith(SQLA_PREFIX):
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-        _configure_sqlite_transport(settings.broker_poll_s)
+        configure_sqlite_transport(broker, settings.broker_poll_s)
     elif broker.startswith(("redis://", "rediss://")):
         transport_options = {
             "visibility_timeout": REDIS_VISIBILITY_TIMEOUT_S,
@@ -53,7 +44,7 @@ def create_app(settings: Settings | None = None) -> Celery:
         broker_connection_retry_on_startup=True,
         task_queues=[Queue(name) for name in QUEUES if name in modes],
         task_default_queue="sim",
-        task_routes={TASK_RUN: {"queue": "sim"}},  # the server names the queue per job (its mode)
+        task_routes={TASK_RUN_JOB: {"queue": "sim"}},  # the server names the queue per job (its mode)
         task_acks_late=True,  # a job's message goes only once the job is done...
         task_reject_on_worker_lost=True,  # ...and back to the queue if its pool process was killed
         worker_prefetch_multiplier=1,  # a job can take minutes: never hoard messages

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from runtime import calculator
+from runtime import calculator, graph_verify
+from runtime.modes import MODES
 from runtime.errors import NO_NPU_MESSAGE
 from runtime.host import environment, npu_devices, npu_status
 from runtime.npu_probe import NpuHost, probe
@@ -29,9 +30,9 @@ class NoNpuHost(SystemExit):
 def host_modes(npu: NpuHost | None = None) -> list[str]:
     """sim always; npu when the start-up probe found usable cards (or, without a probe, the quick check)."""
     if npu is not None:
-        return ["sim", "npu"] if npu.usable else ["sim"]
+        return list(MODES) if npu.usable else ["sim"]
     available, _ = npu_status()
-    return ["sim", "npu"] if available else ["sim"]
+    return list(MODES) if available else ["sim"]
 
 
 def check_queues(queues: list[str], npu: NpuHost | None = None) -> None:
@@ -93,7 +94,7 @@ def capabilities(graph_verify: str, npu: NpuHost | None = None, pool: CardPool |
     if npu is not None:
         quarantined = ledger.quarantined() if ledger is not None else set()
         usable = [d for d in npu.usable if d not in quarantined]
-        caps["modes"] = ["sim", "npu"] if usable else ["sim"]  # every card quarantined: not an NPU worker now
+        caps["modes"] = list(MODES) if usable else ["sim"]  # every card quarantined: not an NPU worker now
         caps["versions"].update(torch_npu=npu.torch_npu, driver=npu.driver)
         caps["npu"] = {"usable": usable, "quarantined": sorted(quarantined), "problem": npu.problem,
                        "device_count": npu.device_count, "test_double": npu.test_double}
@@ -118,8 +119,8 @@ class CalculatorBuild:
     def ensure(self) -> str:
         """Start the build unless the calculator is ready; returns the state."""
         ready, _ = calculator.status(self.cache_dir)
-        if ready or self.proc is not None:
-            return self.state()
+        if ready or self.proc is not None or graph_verify.version_problem(environment().pypto):
+            return self.state()  # an unsupported pypto runs without graph verify (docs/versions.md §2)
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as out:
             # A session of its own, so stop() can interrupt cmake and make with it.

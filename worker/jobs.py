@@ -32,6 +32,10 @@ from worker.warm import WarmHolder
 log = logging.getLogger(__name__)
 
 GIB = 2**30
+# How a resource_limit verdict tells a service user to raise the limit their case hit.
+WORKER_LIMIT_FLAGS = {"memory": "the server's CASE_MEMORY_GIB setting (ask its admin)",
+                      "processes": "the worker's runtime default (ask its admin)",
+                      "disk": "the worker's runtime default (ask its admin)"}
 # Outcomes of run_job.
 SKIPPED = "skipped"  # not claimable: another delivery has it, or it was cancelled or re-queued
 STORED = "stored"  # the server stored our result
@@ -106,7 +110,7 @@ def _execute(ctx: WorkerContext, job: dict[str, Any], tmp: Path, beat: JobHeartb
         mode=job["mode"], cases=list(job["submission"].get("case_filter") or []),
         timeout_s=float(job["case_timeout_s"]), memory_bytes=int(float(job["case_memory_gib"]) * GIB),
         work_dir=tmp / "work", cache_dir=ctx.cache_dir, graph_verify=ctx.graph_verify,
-        parallel=ctx.parallel,
+        parallel=ctx.parallel, limit_flags=WORKER_LIMIT_FLAGS,
     )
 
     def on_case(case: CaseResult, done: int, total: int) -> bool:

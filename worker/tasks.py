@@ -8,7 +8,8 @@ from celery import Task
 from celery.exceptions import Reject, SoftTimeLimitExceeded
 
 from worker import jobs, lifecycle
-from worker.app import TASK_RUN, app
+from jobqueue import TASK_RUN_JOB
+from worker.app import app
 from worker.client import ApiUnavailable, backoff_s
 
 log = logging.getLogger(__name__)
@@ -18,7 +19,7 @@ CLAIM_MAX_RETRIES = 10  # about 5 minutes of backoff while the API is down
 NO_CARD_BACKOFF_S = 30.0
 
 
-@app.task(name=TASK_RUN, bind=True, max_retries=CLAIM_MAX_RETRIES)
+@app.task(name=TASK_RUN_JOB, bind=True, max_retries=CLAIM_MAX_RETRIES)
 def run(self: Task, job_id: int, attempt: int) -> str:
     """Run one job attempt. Retried only when the API could not be reached to claim it;
     a kernel failure is a result, never a retry."""

@@ -1,4 +1,5 @@
-"""Static checks of a PyPTO submission's source, with the stdlib `ast` only: nothing is imported or run.
+"""Static checks of a PyPTO submission's source, with the stdlib `ast` only: nothing of it is imported or run.
+The version-skew rules also read the installed pypto's API, introspected apart (runtime.pypto_api).
 
 `lint_source` checks one file. `lint_files` checks a submission's files and lets each module know which
 names its siblings export as kernel launches (see `runtime.lint.module` for that heuristic). Rule ids
@@ -10,23 +11,31 @@ import ast
 import pathlib
 import warnings
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
+from runtime.lint.api import check_api
 from runtime.lint.host import check_host
 from runtime.lint.kernel import check_kernels
 from runtime.lint.module import Module
-from runtime.lint.rules import GOLDEN_FALLBACK, RULES, SEVERITY, Findings
+from runtime.lint.rules import GOLDEN_FALLBACK, RULES, SEVERITY, VERSION_SKEW_RULES, Findings
 from runtime.report import LintFinding
 
-__all__ = ["GOLDEN_FALLBACK", "RULES", "SEVERITY", "lint_files", "lint_source"]
+if TYPE_CHECKING:  # the lint imports no other runtime module (tests/runtime/test_lint.py)
+    from runtime.pypto_api import PyptoApi
+
+__all__ = ["GOLDEN_FALLBACK", "RULES", "SEVERITY", "VERSION_SKEW_RULES", "lint_files", "lint_source"]
 
 
-def lint_source(text: str, file: str) -> list[LintFinding]:
-    """Findings for one file's source, sorted by line; a file that does not parse yields none."""
+def lint_source(text: str, file: str, api: PyptoApi | None = None) -> list[LintFinding]:
+    """Findings for one file's source, sorted by line; a file that does not parse yields none.
+
+    With `api` (the installed pypto's, runtime.pypto_api), pypto names and calls are checked against it.
+    """
     tree = _parse(text)
-    return [] if tree is None else _lint(tree, text, file, siblings={})
+    return [] if tree is None else _lint(tree, text, file, siblings={}, api=api)
 
 
-def lint_files(paths: list[pathlib.Path], root: pathlib.Path) -> list[LintFinding]:
+def lint_files(paths: list[pathlib.Path], root: pathlib.Path, api: PyptoApi | None = None) -> list[LintFinding]:
     """Findings for a submission's Python files, sorted by file then line (paths relative to `root`)."""
     sources: dict[str, tuple[str, ast.Module]] = {}
     for path in paths:
@@ -41,16 +50,20 @@ def lint_files(paths: list[pathlib.Path], root: pathlib.Path) -> list[LintFindin
     for file, (_, tree) in sources.items():
         stem = pathlib.PurePosixPath(file).stem
         siblings[stem] = siblings.get(stem, frozenset()) | Module(tree, {}).exported_launches()
-    findings = [finding for file, (text, tree) in sources.items() for finding in _lint(tree, text, file, siblings)]
+    findings = [finding for file, (text, tree) in sources.items()
+                for finding in _lint(tree, text, file, siblings, api)]
     return sorted(findings, key=lambda f: (f.file, f.line, f.rule))
 
 
-def _lint(tree: ast.Module, text: str, file: str, siblings: Mapping[str, frozenset[str]]) -> list[LintFinding]:
+def _lint(tree: ast.Module, text: str, file: str, siblings: Mapping[str, frozenset[str]],
+          api: PyptoApi | None = None) -> list[LintFinding]:
     findings = Findings(file, text)
     try:
         module = Module(tree, siblings)
         check_kernels(module, findings)
         check_host(module, findings)
+        if api is not None:
+            check_api(module, findings, api)
     except RecursionError:  # absurdly deep expressions: give up on this file rather than on the run
         return []
     return findings.sorted()

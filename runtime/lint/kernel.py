@@ -58,9 +58,11 @@ def _future_annotations(m: Module, f: Findings) -> None:
 def _signature(m: Module, f: Findings, kernel: Kernel, used: set[str]) -> None:
     fn = kernel.fn
     if fn.returns is not None:
+        annotation = f"-> {ast.unparse(fn.returns)}"
         f.add("return-annotation", fn.returns.lineno,
-              f"Kernel '{fn.name}' has a return annotation, which pypto rejects with 'Return annotation is not "
-              "allowed'; remove it (kernels write their outputs in place).")
+              f"Kernel '{fn.name}' has a return annotation ({annotation}): newer pypto builds accept one, pypto "
+              "0.2.0 rejects it with 'Return annotation is not allowed'. Run it with the pypto it was written for "
+              "(docs/versions.md), or remove it (kernels write their outputs in place).", subject=annotation)
     first_plain: ast.arg | None = None
     for p in params(fn):
         tensor = is_tensor_annotation(m, p.annotation)

@@ -4,9 +4,17 @@ from __future__ import annotations
 from runtime.report import LintFinding
 
 GOLDEN_FALLBACK = "golden-fallback"
+API_MISSING = "pypto-api-missing"
+CALL_MISMATCH = "pypto-call-mismatch"
+RETURN_ANNOTATION = "return-annotation"
+# Findings that say the kernel was written for another pypto (docs/versions.md §1), not that it is wrong.
+VERSION_SKEW_RULES = frozenset({API_MISSING, CALL_MISMATCH, RETURN_ANNOTATION})
 
 RULES: dict[str, str] = {
-    "return-annotation": "A jit function has a return annotation, which pypto rejects.",
+    RETURN_ANNOTATION: "A jit function has a return annotation, which newer pypto builds accept and 0.2.0 rejects.",
+    API_MISSING: "The code uses a pypto name the installed pypto does not have (written for another pypto).",
+    CALL_MISMATCH: "A pypto call passes arguments the installed pypto's signature does not take "
+    "(written for another pypto).",
     "future-annotations": "`from __future__ import annotations` in a file with jit functions turns the "
     "pypto.Tensor annotations into strings.",
     "non-tensor-before-tensor": "A jit function declares a non-tensor parameter before a tensor parameter.",
@@ -29,7 +37,9 @@ RULES: dict[str, str] = {
 }
 
 SEVERITY: dict[str, str] = {
-    "return-annotation": "error",
+    RETURN_ANNOTATION: "error",
+    API_MISSING: "error",
+    CALL_MISMATCH: "warning",
     "future-annotations": "error",
     "non-tensor-before-tensor": "error",
     "missing-tensor-annotation": "error",
@@ -56,10 +66,10 @@ class Findings:
         self._lines = text.splitlines()
         self._found: dict[tuple[str, int, str], LintFinding] = {}
 
-    def add(self, rule: str, line: int, message: str) -> None:
-        """Record a finding of `rule` at `line` (1-based)."""
+    def add(self, rule: str, line: int, message: str, subject: str = "") -> None:
+        """Record a finding of `rule` at `line` (1-based), about `subject` when it names one."""
         source = self._lines[line - 1].strip() if 0 < line <= len(self._lines) else ""
-        finding = LintFinding(rule, SEVERITY[rule], self.file, line, message, source)
+        finding = LintFinding(rule, SEVERITY[rule], self.file, line, message, source, subject)
         self._found.setdefault((rule, line, message), finding)
 
     def sorted(self) -> list[LintFinding]:

@@ -14,6 +14,8 @@ from typing import Any
 
 from runtime import events as events_mod
 from runtime import evidence, sandbox
+from runtime.cgroup import JobCgroup
+from runtime.warm.guard import Guard
 
 POLL_S = 0.05
 # More is a flood from the kernel: the rest is read and dropped, and the case cannot be accepted.
@@ -51,6 +53,12 @@ def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict
         iso.notes.append("no mount namespace: the job keeps the warm parent's uid")
         uid = None
     iso.uid = uid
+    cgroup, why = (JobCgroup.create(f"job-{os.getpid()}-{time.monotonic_ns()}", limits.memory_bytes, limits.nproc)
+                   if privileged else (None, "not root: no job cgroup; memory is watched by polling RSS"))
+    if why:
+        iso.notes.append(why)
+    guard = Guard(limits.memory_bytes, limits.disk_bytes, job_dir, cgroup)
+    iso.memory_limit = f"cgroup v{cgroup.version}" if cgroup else "rss watchdog"
     ev_r, ev_w = os.pipe()
     start = time.monotonic()
     pid = os.fork()
@@ -61,9 +69,12 @@ def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict
         if report_fd is not None:
             os.close(report_fd)
         try:
+            if cgroup is not None:
+                cgroup.join()  # first: everything the job starts is inside its limits
             os.setpgid(0, 0)
             _redirect_output(request)
-            sandbox.enter(limits, uid, sandbox.device_groups() if request["mode"] == "npu" else [])
+            sandbox.enter(limits, uid, sandbox.device_groups() if request["mode"] == "npu" else [],
+                          in_cgroup=cgroup is not None)
             sandbox.die_with_parent()  # after the uid change, which clears the setting
         except BaseException as exc:  # noqa: BLE001
             events_mod.Events(ev_w).emit("internal_error", error={"type": type(exc).__name__,
@@ -71,13 +82,16 @@ def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict
             os._exit(71)
         child.main(request, ev_w)
     os.close(ev_w)
-    raw, status, rusage, timed_out = _watch(pid, ev_r, start + limits.timeout_s)
+    raw, status, rusage, timed_out = _watch(pid, ev_r, start + limits.timeout_s, guard)
     wall = time.monotonic() - start
     if not iso.pid_namespace:
         try:
             os.killpg(pid, signal.SIGKILL)  # the job's leftovers, if any
         except OSError:
             pass
+    usage = guard.report(limits.nproc, request.get("limit_flags"))
+    if cgroup is not None:
+        cgroup.remove()  # kills any stray left outside the PID namespace first
     events = events_mod.parse(raw[:MAX_EVENT_BYTES], MAX_EVENTS)
     flood = len(raw) > MAX_EVENT_BYTES or len(events) > MAX_EVENTS
     events = events[:MAX_EVENTS]
@@ -97,6 +111,7 @@ def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict
         "maxrss_kb": rusage.ru_maxrss if rusage else 0,
         "pid": pid,
         "isolation": iso.as_dict(),
+        **usage,
     }
 
 
@@ -128,8 +143,8 @@ def _redirect_output(request: dict[str, Any]) -> None:
     os.close(stdin)
 
 
-def _watch(pid: int, ev_r: int, deadline: float) -> tuple[bytes, int, Any, bool]:
-    """Read events until the job exits or the deadline passes (then kill it).
+def _watch(pid: int, ev_r: int, deadline: float, guard: Guard) -> tuple[bytes, int, Any, bool]:
+    """Read events until the job exits, breaks a limit or the deadline passes (then kill it).
 
     Keeps at most MAX_EVENT_BYTES (+1 to tell a flood): the job controls how much it sends.
     """
@@ -142,15 +157,23 @@ def _watch(pid: int, ev_r: int, deadline: float) -> tuple[bytes, int, Any, bool]
         _drain(ev_r, chunks)
         if done:
             break
-        if time.monotonic() >= deadline:
-            timed_out = True
-            os.kill(pid, signal.SIGKILL)
+        broke = guard.check(pid)
+        timed_out = broke is None and time.monotonic() >= deadline
+        if broke or timed_out:
+            _kill_job(pid, guard)
             _, status, rusage = os.wait4(pid, 0)
             _drain(ev_r, chunks)
             break
         select.select([ev_r], [], [], POLL_S)
     os.close(ev_r)
     return b"".join(chunks), status, rusage, timed_out
+
+
+def _kill_job(pid: int, guard: Guard) -> None:
+    """The job process, and with it its PID namespace; its cgroup's members too, if it has no namespace."""
+    os.kill(pid, signal.SIGKILL)
+    if guard.cgroup is not None:
+        guard.cgroup.kill()
 
 
 def _try_wait(pid: int) -> tuple[bool, int, Any]:

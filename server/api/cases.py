@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
+from runtime.modes import Mode
 from runtime.verdicts import VERDICTS
 from server.api.deps import SessionDep
 from server.auth import ReadCaller
@@ -21,7 +22,7 @@ CaseVerdict = Literal[VERDICTS]  # type: ignore[valid-type]
 def list_cases(
     caller: ReadCaller, session: SessionDep,
     verdict: Annotated[list[CaseVerdict], Query(description="per-mode verdict (repeatable)")] = [],  # noqa: B006
-    mode: Literal["sim", "npu"] | None = None, operator: str | None = None, branch: str | None = None,
+    mode: Mode | None = None, operator: str | None = None, branch: str | None = None,
     author: str | None = None, commit: str | None = None, since: datetime | None = None,
     until: datetime | None = None, job_id: int | None = None,
     cursor: Annotated[int | None, Query(ge=1, description="next_cursor of the previous page")] = None,

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
+from runtime.modes import Mode
 from server.api.deps import SessionDep
 from server.auth import ReadCaller
 from server.schemas.common import ErrorRead, as_utc
@@ -26,7 +27,7 @@ def _csv(text: str, filename: str) -> Response:
             responses={200: CSV, 422: {"model": ErrorRead}})
 def operators_csv(caller: ReadCaller, session: SessionDep,
                   verdict: Annotated[list[str], Query(description="combined verdict (repeatable)")] = [],  # noqa: B006
-                  q: Annotated[str, Query(max_length=200)] = "", mode: Literal["sim", "npu"] | None = None,
+                  q: Annotated[str, Query(max_length=200)] = "", mode: Mode | None = None,
                   branch: str | None = None, author: str | None = None, since: datetime | None = None) -> Response:
     """Every operator matching the filters, real defects first."""
     f = queries.OperatorFilter(verdict=list(verdict), q=q, mode=mode, branch=branch, author=author,
@@ -48,7 +49,7 @@ def cases_csv(name: str, caller: ReadCaller, session: SessionDep) -> Response:
             responses={200: CSV, 404: {"model": ErrorRead}})
 def results_csv(run_id: int, caller: ReadCaller, session: SessionDep,
                 verdict: Annotated[list[str], Query()] = [],  # noqa: B006
-                mode: Literal["sim", "npu"] | None = None, operator: str | None = None,
+                mode: Mode | None = None, operator: str | None = None,
                 show: Literal["", "failing", "flaky", "reused", "upload"] = "") -> Response:
     run = suite_runs.get_run(session, run_id)
     f = suite_queries.ResultFilter(verdict=[v for v in verdict if v], mode=mode, operator=operator or None,

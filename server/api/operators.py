@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
+from runtime.modes import Mode
 from server.api.deps import SessionDep
 from server.auth import ReadCaller
 from server.schemas.common import ErrorRead, as_utc
@@ -23,7 +24,6 @@ from server.services import combined, history, queries
 
 router = APIRouter(prefix="/operators", tags=["operators"])
 CombinedVerdict = Literal[combined.COMBINED]  # type: ignore[valid-type]
-Mode = Literal["sim", "npu"]
 
 
 @router.get("", response_model=OperatorList, summary="Operators, real defects first")

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.padding import Padding
 
+from runtime.modes import MODES
 from server.commands.api_client import Api, Forbidden, Refused, Unreachable
 
 EXIT_OK, EXIT_FAIL, EXIT_UNUSABLE, EXIT_INFRA = 0, 1, 2, 3
@@ -43,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help=f"server URL (default: $CROSSCHECK_SERVER or {DEFAULT_SERVER})")
     p.add_argument("--token", default=None, help="API token with the submit scope (default: $CROSSCHECK_TOKEN)")
     p.add_argument("--suite", required=True, help="the suite's name, e.g. nightly-ops")
-    p.add_argument("--mode", action="append", choices=["sim", "npu"], default=[], help="repeatable; default sim")
+    p.add_argument("--mode", action="append", choices=list(MODES), default=[], help="repeatable; default sim")
     p.add_argument("--op", action="append", default=[], metavar="NAME", help="only this operator (repeatable)")
     p.add_argument("--label", action="append", default=[], metavar="KEY=VALUE",
                    help="commit=..., branch=..., pipeline=URL, ... (repeatable)")
@@ -54,7 +55,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="exit 1 on: a regression against the previous run of the branch (default), any case "
                         "not acceptable for its mode, or never")
     p.add_argument("--no-reuse", action="store_true", help="run every operator, even unchanged ones")
-    p.add_argument("--timeout", type=float, default=None, metavar="S", help="give up waiting after S seconds (exit 3)")
+    p.add_argument("--wait-timeout", "--timeout", dest="timeout", type=float, default=None, metavar="S",
+                   help="give up waiting after S seconds (exit 3)")
     p.set_defaults(func=run)
 
 

@@ -1,13 +1,12 @@
 """Submitting an operator package or script, and what comes back."""
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
+from runtime.modes import Mode
 from server.schemas.common import OrmModel, UtcDatetime
-
-Mode = Literal["sim", "npu"]
 
 
 class SubmissionLabels(BaseModel):

@@ -1,14 +1,13 @@
 """Suites, suite runs, their results and comparisons, webhook deliveries."""
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
+from runtime.modes import Mode
 from server.schemas.common import OrmModel, UtcDatetime
 from server.schemas.submission import JobBrief
-
-Mode = Literal["sim", "npu"]
 
 
 class SuiteRunCreate(BaseModel):

@@ -10,6 +10,7 @@ graph_fail) and the latest NPU case verdict; either may be missing.
 | structural_error      | the kernel fails to compile/run in SIM (no NPU result, or it fails on the NPU too) |
 | sim_only_error        | SIM fails structurally but the NPU runs it within tolerance |
 | npu_only_fail         | SIM runs it, the NPU fails to compile/run it |
+| version_skew          | written for another pypto: a mode's pypto lacks what the kernel uses (docs/versions.md §1), and no mode passed; not a kernel defect |
 | sim_garbage_npu_ok    | THE FLAG: SIM output unwritten or garbage, NPU within tolerance: not a kernel defect |
 | sim_garbage_graph_ok  | no NPU result yet; SIM garbage, but graph verify matched the golden |
 | awaiting_npu          | SIM structure OK, no graph evidence, no NPU result yet |
@@ -26,17 +27,18 @@ SIM_ONLY_ERROR = "sim_only_error"
 NPU_ONLY_FAIL = "npu_only_fail"
 SUSPECT_FAKE_PASS = "suspect_fake_pass"
 AWAITING_NPU = "awaiting_npu"
+VERSION_SKEW = "version_skew"
 
-COMBINED = (KERNEL_DEFECT, SUSPECT_FAKE_PASS, STRUCTURAL_ERROR, NPU_ONLY_FAIL, SIM_ONLY_ERROR,
+COMBINED = (KERNEL_DEFECT, SUSPECT_FAKE_PASS, STRUCTURAL_ERROR, NPU_ONLY_FAIL, SIM_ONLY_ERROR, VERSION_SKEW,
             SIM_GARBAGE_NPU_OK, SIM_GARBAGE_GRAPH_OK, AWAITING_NPU, PASS)
 # Worst first: an operator's verdict is its worst case's.
 SEVERITY = {name: i for i, name in enumerate(COMBINED)}
 FLAGGED = (SIM_GARBAGE_NPU_OK, SIM_GARBAGE_GRAPH_OK)
 
 # Per-mode verdicts (runtime.verdicts), grouped.
-_SIM_BROKEN = {"structural_error", "crash", "timeout", "not_run"}
+_SIM_BROKEN = {"structural_error", "crash", "timeout", "resource_limit", "not_run"}
 _SIM_GARBAGE = {"sim_output_unwritten", "sim_garbage_graph_ok"}
-_NPU_BROKEN = {"structural_error", "crash", "timeout", "not_run"}
+_NPU_BROKEN = {"structural_error", "crash", "timeout", "resource_limit", "not_run"}
 
 
 def combine(sim: str | None, npu: str | None) -> tuple[str, str]:
@@ -48,6 +50,9 @@ def combine(sim: str | None, npu: str | None) -> tuple[str, str]:
         return KERNEL_DEFECT, "the NPU result is outside tolerance"
     if sim == "graph_fail":
         return KERNEL_DEFECT, "graph verify: the kernel's tensor graph computes a wrong result"
+    if VERSION_SKEW in (sim, npu) and npu != "pass":
+        modes = " and ".join(m for m, v in (("SIM", sim), ("NPU", npu)) if v == VERSION_SKEW)
+        return VERSION_SKEW, f"{modes}: written for another pypto than the one that ran it"
     if npu is None:
         if sim is None:
             return AWAITING_NPU, "no result yet"

@@ -10,13 +10,13 @@ from typing import Any
 from sqlalchemy import exists, func, select, tuple_
 from sqlalchemy.orm import Session
 
+from runtime.modes import MODES
 from server.errors import InvalidInput
 from server.models import CaseDay, CaseResult, Job
 
 DEFAULT_RUNS = 100  # the last N runs when no date range is given
 MAX_RUNS = 5000  # one page at most, also for a date range
 MAX_BUCKETS = 1000
-MODES = ("sim", "npu")
 # Per-run values, each the worst (max) over the run's cases; buckets keep their min and max.
 VALUES = ("max_abs_diff", "graph_max_abs_diff", "aicore_time_us", "utilization")
 

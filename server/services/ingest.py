@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
+from runtime.modes import MODES
 from runtime import verdicts
 from server.blobs import BlobStore
 from server.errors import Conflict, InvalidInput
@@ -32,8 +33,6 @@ from server.models.job import FAILED, SUCCEEDED
 from server.models.suite_run import DONE, OPEN, UPLOADED
 from server.services import combined, provenance, results, suite_finish, suite_runs
 from server.services.jobs import UPLOAD_QUEUE
-
-MODES = ("sim", "npu")
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """Read-side queries shared by the API and the dashboard."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -79,14 +80,34 @@ def get_operator(session: Session, name: str) -> Operator:
     return operator
 
 
+def state_results(session: Session, states: Sequence[Any], *columns: Any, lean: bool = False) -> dict[int, Any]:
+    """The latest SIM and NPU results that case states point at, by id, in one query.
+
+    The one home of the states -> results join. `columns` loads plain rows of just those columns
+    (CaseResult.id first); `lean` loads results without their reports (touching one raises).
+    """
+    ids = [i for s in states for i in (s.sim_result_id, s.npu_result_id) if i]
+    if not ids:
+        return {}
+    if columns:
+        return {r.id: r for r in session.execute(select(*columns).where(CaseResult.id.in_(ids)))}
+    stmt = select(CaseResult).where(CaseResult.id.in_(ids))
+    if lean:
+        stmt = stmt.options(defer(CaseResult.report, raiseload=True))
+    return {r.id: r for r in session.scalars(stmt)}
+
+
+def _case_row(state: CaseState, results: dict[int, Any]) -> dict[str, Any]:
+    return {"case": state.case, "combined_verdict": state.combined_verdict, "reason": state.reason,
+            "sim": results.get(state.sim_result_id or 0), "npu": results.get(state.npu_result_id or 0)}
+
+
 def operator_cases(session: Session, operator_id: int) -> list[dict[str, Any]]:
     """Each case's combined verdict with its latest SIM and NPU results."""
     states = list(session.scalars(select(CaseState).where(CaseState.operator_id == operator_id)
                                   .order_by(CaseState.case)))
-    ids = [i for s in states for i in (s.sim_result_id, s.npu_result_id) if i]
-    results = {r.id: r for r in session.scalars(select(CaseResult).where(CaseResult.id.in_(ids)))} if ids else {}
-    return [{"case": s.case, "combined_verdict": s.combined_verdict, "reason": s.reason,
-             "sim": results.get(s.sim_result_id), "npu": results.get(s.npu_result_id)} for s in states]
+    results = state_results(session, states)
+    return [_case_row(s, results) for s in states]
 
 
 @dataclass
@@ -160,13 +181,10 @@ def case_summaries(session: Session, operator_ids: list[int]) -> dict[int, list[
         return {}
     states = list(session.scalars(select(CaseState).where(CaseState.operator_id.in_(operator_ids))
                                   .order_by(CaseState.operator_id, CaseState.case)))
-    ids = [i for s in states for i in (s.sim_result_id, s.npu_result_id) if i]
-    results = {r.id: r for r in session.scalars(select(CaseResult).where(CaseResult.id.in_(ids))
-                                                .options(defer(CaseResult.report, raiseload=True)))} if ids else {}
+    results = state_results(session, states, lean=True)
     out: dict[int, list[dict[str, Any]]] = {i: [] for i in operator_ids}
     for s in states:
-        out[s.operator_id].append({"case": s.case, "combined_verdict": s.combined_verdict, "reason": s.reason,
-                                   "sim": results.get(s.sim_result_id or 0), "npu": results.get(s.npu_result_id or 0)})
+        out[s.operator_id].append(_case_row(s, results))
     return out
 
 

@@ -18,7 +18,7 @@ from server.errors import InvalidInput
 from server.models import CaseResult, CaseState, Job, Operator, Submission
 from server.models.base import utcnow
 from server.models.job import CANCELLED, ERROR, FAILED, RUNNING, SUCCEEDED, TIMEOUT
-from server.services import combined, provenance, suite_runs
+from server.services import combined, provenance, queries, suite_runs
 from server.services.jobs import finish
 
 REQUIRED_CASE_KEYS = ("operator", "case", "structural", "verdict", "precision")
@@ -147,10 +147,9 @@ def refresh_operator(session: Session, operator_id: int) -> None:
     # 10,000 cases, loading entities dominated the time (bench/ingest.py).
     states = session.execute(select(CaseState.sim_result_id, CaseState.npu_result_id, CaseState.combined_verdict)
                              .where(CaseState.operator_id == operator_id)).all()
-    ids = [i for s in states for i in (s.sim_result_id, s.npu_result_id) if i]
-    columns = (CaseResult.id, CaseResult.job_id, CaseResult.verdict, CaseResult.max_abs_diff, CaseResult.graph_status,
-               CaseResult.graph_max_abs_diff, CaseResult.atol, CaseResult.aicore_time_us)
-    results = {r.id: r for r in session.execute(select(*columns).where(CaseResult.id.in_(ids)))} if ids else {}
+    results = queries.state_results(session, states, CaseResult.id, CaseResult.job_id, CaseResult.verdict,
+                                    CaseResult.max_abs_diff, CaseResult.graph_status, CaseResult.graph_max_abs_diff,
+                                    CaseResult.atol, CaseResult.aicore_time_us)
     sims = [results[s.sim_result_id] for s in states if s.sim_result_id in results]
     npus = [results[s.npu_result_id] for s in states if s.npu_result_id in results]
     counts: dict[str, int] = {}
@@ -177,8 +176,8 @@ def refresh_operator(session: Session, operator_id: int) -> None:
     operator.updated_at = utcnow()
 
 
-_MODE_ORDER = ("suspect_fake_pass", "crash", "timeout", "structural_error", "graph_fail", "precision_fail",
-               "not_run", "sim_output_unwritten", "sim_garbage_graph_ok", "pass")
+_MODE_ORDER = ("suspect_fake_pass", "crash", "timeout", "resource_limit", "structural_error", "graph_fail",
+               "precision_fail", "version_skew", "not_run", "sim_output_unwritten", "sim_garbage_graph_ok", "pass")
 
 
 def _worst_mode_verdict(values: list[str]) -> str | None:

@@ -10,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from runtime.modes import MODES
 from runtime import archive
 from runtime import submission as runtime_submission
 from runtime.errors import SubmissionError
@@ -20,7 +21,6 @@ from server.models import Job, Operator, Submission, SuiteRun
 from server.models.base import utcnow
 from server.services import npu_wait
 
-MODES = ("sim", "npu")
 JOB_OVERHEAD_S = 120.0  # warm parent start, discovery and reporting on top of the cases
 SUFFIXES = (".tar.gz", ".tgz", ".zip", ".py")
 

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from runtime.modes import MODES
 from server.errors import InvalidInput, NotFound
 from server.models import CaseResult, Job, Submission, Suite, SuiteRun, SuiteRunResult
 from server.models.base import utcnow
@@ -23,7 +24,6 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$")
 LABEL_KEYS_MAX = 20
 LABEL_VALUE_MAX = 500
 SCRIPT_CASES = "*"  # a script's cases are known only once it runs: one pending row stands for them
-MODES = ("sim", "npu")
 
 
 def check_name(what: str, value: str) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from runtime.modes import MODES
 from server.blobs import BlobStore
 from server.config import Settings
 from server.errors import Conflict, InvalidInput
@@ -66,7 +67,7 @@ def submit_operator(session: Session, store: BlobStore, settings: Settings, run:
     if run.closed_at is not None:
         raise Conflict(f"suite run {run.id} is closed: start a new run (another run key) to submit more")
     modes = list(dict.fromkeys(new.modes or run.modes or ["sim"]))
-    bad = [m for m in modes if m not in suite_runs.MODES]
+    bad = [m for m in modes if m not in MODES]
     if bad:
         raise InvalidInput(f"unknown mode(s) {', '.join(bad)}; use sim and/or npu")
     checked = submissions.inspect_bundle(new.filename, new.data)

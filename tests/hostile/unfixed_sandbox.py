@@ -25,3 +25,9 @@ class UnfixedWarmParent(WarmParent):
             "OMP_NUM_THREADS": "1",
         })
         return env
+
+
+class UnfixedLimitsParent(WarmParent):
+    """A warm parent whose leaders limit memory as before item 7: RLIMIT_AS per process, no cgroup."""
+
+    parent_module = "tests.hostile.unfixed_parent"

@@ -4,15 +4,23 @@ from __future__ import annotations
 import json
 import shutil
 
-from runtime import graph_verify
+from runtime import calculator, graph_verify
 from runtime.runner import RunOptions, run_submission
 from tests.conftest import EXAMPLES
 
 
 def test_other_pypto_versions_are_refused_clearly():
     assert graph_verify.version_problem("0.2.0") is None
-    note = graph_verify.version_problem("0.3.0")
-    assert "0.3.0" in note and "0.2.0" in note and "unavailable" in note
+    note = graph_verify.version_problem("0.3.0.dev20260101+gabc")
+    assert note.startswith("graph verify unavailable: pypto 0.3.0.dev20260101+gabc not supported")
+    assert "0.2.0" in note
+
+
+def test_an_unsupported_pypto_needs_no_calculator(tmp_path):
+    ready, reason = calculator.status(tmp_path, pypto_version="9.9.9.dev0")
+    assert not ready and reason == graph_verify.version_problem("9.9.9.dev0")
+    ready, reason = calculator.status(tmp_path, pypto_version="0.2.0")
+    assert not ready and "crosscheck calculator build" in reason
 
 
 def test_without_calculator_graph_verify_is_unavailable_and_the_job_runs(warm_sim, tmp_path):

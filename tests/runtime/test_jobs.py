@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import textwrap
 from pathlib import Path
 
@@ -65,7 +66,7 @@ def test_list_of_tensor_in_kernel_hangs_into_a_timeout(warm_sim, tmp_path):
     # pypto 0.2.0: list(tensor) inside a kernel never returns and grows memory (docs/pypto.md §2).
     kernel = KERNEL.replace("out[:] = x * 2.0", "rows = list(x)\n    out[:] = x * 2.0")
     case = run(package(tmp_path, NORMAL, kernel=kernel), warm_sim, tmp_path, timeout_s=6, memory_bytes=4 * 1024**3)
-    assert (case.verdict, case.structural) in (("timeout", "timeout"), ("crash", "oom"))
+    assert (case.verdict, case.structural) in (("timeout", "timeout"), ("resource_limit", "resource_limit"))
 
 
 def test_iterating_a_tensor_is_diagnosed(warm_sim, tmp_path):
@@ -74,10 +75,12 @@ def test_iterating_a_tensor_is_diagnosed(warm_sim, tmp_path):
     assert case.verdict == "structural_error" and case.diagnosis[0].rule == "iterate-tensor"
 
 
-def test_memory_exhaustion_is_oom(warm_sim, tmp_path):
+def test_memory_exhaustion_is_a_resource_limit(warm_sim, tmp_path):
     case = run(package(tmp_path, "blob = bytearray(6 * 1024**3)\nreturn x"), warm_sim, tmp_path,
                memory_bytes=3 * 1024**3)
-    assert case.structural == "oom" and case.verdict == "crash"
+    assert case.structural == "resource_limit" and case.verdict == "resource_limit"
+    assert "memory limit" in case.verdict_reason and "3.00 GiB" in case.verdict_reason
+    assert "--memory GIB" in case.verdict_reason and case.error.type == "ResourceLimit"
 
 
 def test_golden_that_raises_is_the_submissions_fault(warm_sim, tmp_path):
@@ -110,14 +113,29 @@ def test_decorator_bound_npu_mode_is_forced_to_sim(warm_sim, tmp_path):
 
 
 def test_job_is_sandboxed(warm_sim, tmp_path):
+    # The job checks its own view: a listener this test opens on the host's loopback, and any route
+    # out, must be unreachable; and the report must carry the isolation the leader set up.
+    listener = socket.create_server(("127.0.0.1", 0))
+    probe_port = listener.getsockname()[1]
     probe = '''
 import os, socket
 found = []
+for family, address in ((socket.AF_INET, ("1.1.1.1", 53)), (socket.AF_INET, ("127.0.0.1", 1))):
+    s = socket.socket(family, socket.SOCK_DGRAM)
+    try:
+        s.connect(address)
+        found.append(f"route-to-{address[0]}")
+    except OSError:
+        pass
+    finally:
+        s.close()
 try:
-    socket.create_connection(("127.0.0.1", 5432), timeout=2).close()
-    found.append("network-open")
+    socket.create_connection(("127.0.0.1", PORT), timeout=2).close()
+    found.append("host-listener-reachable")
 except OSError:
     pass
+if os.getpid() != 1:
+    found.append(f"pid-{os.getpid()}")
 try:
     open("/root/.bashrc").read()
     found.append("root-readable")
@@ -130,8 +148,17 @@ if found:
 out = torch.empty_like(x)
 op_kernel(x, out)
 return out'''
-    case = run(package(tmp_path, probe), warm_sim, tmp_path)
+    options = RunOptions(graph_verify=False, work_dir=tmp_path / "work")
+    try:
+        report = run_submission(package(tmp_path, probe.replace("PORT", str(probe_port))), options, warm=warm_sim)
+    finally:
+        listener.close()
+    case = report.cases[0]
     assert case.verdict == "sim_output_unwritten", case.error
+    sandbox = report.environment.sandbox
+    assert sandbox["network_isolated"] and sandbox["pid_namespace"] and sandbox["mount_namespace"], sandbox
+    assert isinstance(sandbox["uid"], int) and sandbox["uid"] >= 200_000, sandbox
+    assert sandbox["memory_limit"].startswith("cgroup"), sandbox
 
 
 def test_npu_mode_without_npu_is_refused(tmp_path):

@@ -125,3 +125,55 @@ def test_script_graph_verdicts(warm_sim, calculator_cache, tmp_path, added, verd
     case = report.cases[0]
     assert (case.verdict, case.graph_verify["status"]) == (verdict, status), case.verdict_reason
     assert report.environment.torch_npu is None  # never imported: not claimed
+
+
+ROW_SQUARE_MEAN = GYM / "tests/ops/vector/RowSquareMean/test_row_square_mean.py"
+
+
+def test_npu_only_test_module_runs_each_test_function_as_a_case(warm_sim, calculator_cache, tmp_path):
+    report = run_submission(ROW_SQUARE_MEAN, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path), warm=warm_sim)
+    assert [c.case for c in report.cases] == ["test_level0", "test_level1"]
+    for case in report.cases:
+        assert case.verdict == "sim_garbage_graph_ok", (case.verdict_reason, case.error)
+        assert case.graph_verify["asserts_judged"] == 1 and case.script["exit_code"] == 0
+
+
+MODULE = '''
+import pypto
+import torch
+import torch_npu
+from numpy.testing import assert_allclose
+
+
+@pypto.frontend.jit
+def k(x: pypto.Tensor([], pypto.DT_FP32), out: pypto.Tensor([], pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(16, 32)
+    out[:] = x * 3.0
+
+
+def test_triple(device, run_mode):
+    torch.npu.set_device(device)
+    x = torch.randn(16, 32).to(device)
+    out = torch.zeros(16, 32, device=device)
+    k(x, out)
+    torch.npu.synchronize()
+    try:
+        assert_allclose(out.cpu().numpy(), (x.cpu() * 2).numpy(), rtol=1e-5, atol=1e-5)
+    except AssertionError:
+        return False
+    return run_mode == "sim"
+
+
+def test_needs_what_we_cannot_give(tokenizer):
+    pass
+'''
+
+
+def test_module_graph_fail_and_an_argument_we_cannot_supply(warm_sim, calculator_cache, tmp_path):
+    path = tmp_path / "test_triple.py"
+    path.write_text(MODULE)
+    report = run_submission(path, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w"), warm=warm_sim)
+    triple, needs = report.cases
+    assert triple.case == "test_triple" and triple.verdict == "graph_fail", triple.verdict_reason
+    assert triple.graph_verify["asserts_failed"] == 1
+    assert needs.verdict == "not_run" and "needs an argument 'tokenizer'" in needs.error.message

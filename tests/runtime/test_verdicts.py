@@ -90,3 +90,11 @@ def test_acceptable_per_mode():
 def test_every_verdict_is_documented():
     for name in v.VERDICTS:
         assert f"| {name}" in v.__doc__
+
+
+def test_the_mode_type_is_the_mode_set():
+    from typing import get_args
+
+    from runtime import modes
+
+    assert get_args(modes.Mode) == modes.MODES

@@ -10,30 +10,35 @@ import pytest
 from runtime.verdicts import VERDICTS
 from server.services.combined import COMBINED, combine
 
-NPU = (None, "pass", "precision_fail", "structural_error", "crash", "timeout", "not_run", "suspect_fake_pass")
+NPU = (None, "pass", "precision_fail", "structural_error", "crash", "timeout", "resource_limit", "not_run",
+       "suspect_fake_pass", "version_skew")
 
 # Abbreviations, so each row fits on a line and reads as a table.
-AW, PASS, KD, SE, SOE, NOF, SGN, SGG, SFP = ("awaiting_npu", "pass", "kernel_defect", "structural_error",
-                                             "sim_only_error", "npu_only_fail", "sim_garbage_npu_ok",
-                                             "sim_garbage_graph_ok", "suspect_fake_pass")
+AW, PASS, KD, SE, SOE, NOF, SGN, SGG, SFP, VS = ("awaiting_npu", "pass", "kernel_defect", "structural_error",
+                                                 "sim_only_error", "npu_only_fail", "sim_garbage_npu_ok",
+                                                 "sim_garbage_graph_ok", "suspect_fake_pass", "version_skew")
 
 EXPECTED: dict[str | None, tuple[str, ...]] = {
-    #                       NPU: None  pass  prec_fail struct crash timeout not_run  fake_pass
-    None:                       (AW,   PASS, KD,       SE,    SE,   SE,     SE,      SFP),
-    "pass":                     (AW,   PASS, KD,       NOF,   NOF,  NOF,    NOF,     SFP),
+    #                       NPU: None  pass  prec_fail  struct  crash  timeout  limit  not_run   fake_pass skew
+    None:                       (AW,   PASS, KD,        SE,     SE,    SE,      SE,    SE,       SFP,      VS),
+    "pass":                     (AW,   PASS, KD,        NOF,    NOF,   NOF,     NOF,   NOF,      SFP,      VS),
     # SIM wrote a wrong output but the NPU is within tolerance: SIM does not agree, so not a
     # plain pass; SIM's numbers are garbage and the hardware is fine (the flag).
-    "precision_fail":           (AW,   SGN,  KD,       NOF,   NOF,  NOF,    NOF,     SFP),
-    "structural_error":         (SE,   SOE,  KD,       SE,    SE,   SE,     SE,      SFP),
-    "crash":                    (SE,   SOE,  KD,       SE,    SE,   SE,     SE,      SFP),
-    "timeout":                  (SE,   SOE,  KD,       SE,    SE,   SE,     SE,      SFP),
-    "not_run":                  (SE,   SOE,  KD,       SE,    SE,   SE,     SE,      SFP),
-    "suspect_fake_pass":        (SFP,  SFP,  SFP,      SFP,   SFP,  SFP,    SFP,     SFP),
-    "sim_output_unwritten":     (AW,   SGN,  KD,       NOF,   NOF,  NOF,    NOF,     SFP),
-    "sim_garbage_graph_ok":     (SGG,  SGN,  KD,       NOF,   NOF,  NOF,    NOF,     SFP),
+    "precision_fail":           (AW,   SGN,  KD,        NOF,    NOF,   NOF,     NOF,   NOF,      SFP,      VS),
+    "structural_error":         (SE,   SOE,  KD,        SE,     SE,    SE,      SE,    SE,       SFP,      VS),
+    "crash":                    (SE,   SOE,  KD,        SE,     SE,    SE,      SE,    SE,       SFP,      VS),
+    "timeout":                  (SE,   SOE,  KD,        SE,     SE,    SE,      SE,    SE,       SFP,      VS),
+    "resource_limit":           (SE,   SOE,  KD,        SE,     SE,    SE,      SE,    SE,       SFP,      VS),
+    "not_run":                  (SE,   SOE,  KD,        SE,     SE,    SE,      SE,    SE,       SFP,      VS),
+    "suspect_fake_pass":        (SFP,  SFP,  SFP,       SFP,    SFP,   SFP,     SFP,   SFP,      SFP,      SFP),
+    "sim_output_unwritten":     (AW,   SGN,  KD,        NOF,    NOF,   NOF,     NOF,   NOF,      SFP,      VS),
+    "sim_garbage_graph_ok":     (SGG,  SGN,  KD,        NOF,    NOF,   NOF,     NOF,   NOF,      SFP,      VS),
     # Graph verify computed a wrong result: a kernel defect whatever the NPU says, unless a mode
     # says the result cannot have come from the kernel at all.
-    "graph_fail":               (KD,   KD,   KD,       KD,    KD,   KD,     KD,      SFP),
+    "graph_fail":               (KD,   KD,   KD,        KD,     KD,    KD,      KD,    KD,       SFP,      KD),
+    # Written for another pypto (docs/versions.md §1): not a defect, unless the NPU measured one; an NPU
+    # within tolerance (a host with the kernel's pypto) is the word on precision.
+    "version_skew":             (VS,   PASS, KD,        VS,     VS,    VS,      VS,    VS,       SFP,      VS),
 }
 
 CASES = [(sim, npu, EXPECTED[sim][i]) for sim in EXPECTED for i, npu in enumerate(NPU)]
@@ -42,7 +47,7 @@ CASES = [(sim, npu, EXPECTED[sim][i]) for sim in EXPECTED for i, npu in enumerat
 def test_the_table_covers_every_sim_verdict() -> None:
     assert set(EXPECTED) == {None, *VERDICTS}
     assert all(len(row) == len(NPU) for row in EXPECTED.values())
-    assert len(CASES) == 11 * 8
+    assert len(CASES) == 13 * 10
 
 
 @pytest.mark.parametrize(("sim", "npu", "expected"), CASES, ids=[f"{s}-{n}" for s, n, _ in CASES])

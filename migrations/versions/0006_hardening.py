@@ -1,14 +1,14 @@
 """Hardening: who posted each result, workers bound to their token, Idempotency-Key per token, the audit log
 
-Revision ID: 0005_hardening
-Revises: 0004_history
+Revision ID: 0006_hardening
+Revises: 0005_history_covering
 """
 from alembic import op
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-revision = '0005_hardening'
-down_revision = '0004_history'
+revision = '0006_hardening'
+down_revision = '0005_history_covering'
 branch_labels = None
 depends_on = None
 

@@ -20,5 +20,8 @@ def job_page(request: Request, job_id: int, session: SessionDep, blobs: BlobsDep
     view = jobpage.build(session, blobs, job_id)
     mode = view["job"].mode
     serving = workers.serving(session, settings.job_heartbeat_s, (mode,))[mode] if not view["finished"] else None
+    sub = view["sub"]  # a bundle is its submitter's source: the API lets only them (or an admin) download it
+    can_download = sub is not None and (caller.allows("admin") or (sub.token_id is not None
+                                                                   and sub.token_id == caller.token_id))
     return render(request, "job.html", caller, refresh_s=REFRESH_S, unserved=serving if serving and not
-                  serving["online"] else None, **view)
+                  serving["online"] else None, can_download=can_download, **view)

@@ -102,8 +102,18 @@ def test_cost_model_with_no_work_is_called_out() -> None:
     assert evidence.cost_warning({"aic_tasks": 0, "aiv_tasks": 1, "aicore_time_us": 1.96}) == ""
 
 
-def test_reproduce_works_from_what_the_user_has(client: TestClient, info: dict[str, Any]) -> None:
+def test_reproduce_works_from_what_the_user_has(client: TestClient, app: Any, info: dict[str, Any]) -> None:
+    from server.services import tokens
+
     job = info["flag_jobs"][0]
+    section = get(client, f"/jobs/{job.id}").find("section", id="case-scale_add_32x64")
+    # A reader who did not submit it gets the command for their own folder, and no download link.
+    assert "the folder works as well as the archive (scale_add.zip)" in section.find("p", cls="reproduce").text()
+    assert not section.find("p", cls="reproduce").find_all("a")
+    with app.state.sessionmaker() as session:
+        admin = tokens.create(session, "admin-reproduce", ["read", "admin"])[1]
+        session.commit()
+    client.cookies.set("crosscheck_token", admin)
     section = get(client, f"/jobs/{job.id}").find("section", id="case-scale_add_32x64")
     link = section.find("p", cls="reproduce").find("a")
     response = client.get(link.attrs["href"])

@@ -70,6 +70,7 @@ class CaseResult(Base):
     # Provenance (server/services/provenance.py): a worker and its card, or an upload and its token.
     source: Mapped[str] = mapped_column(String(16), default="worker")
     source_name: Mapped[str] = mapped_column(String(200), default="")
+    token_id: Mapped[int | None] = mapped_column(Integer)  # the token that posted it (a worker's or an upload's)
     device: Mapped[str | None] = mapped_column(String(64))
     verified: Mapped[bool] = mapped_column(Boolean, default=True)
     content_sha256: Mapped[str | None] = mapped_column(String(64))

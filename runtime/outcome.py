@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from runtime import corroborate, skew, verdicts
+from runtime import corroborate, skew, verdict_diagnoses, verdicts
 from runtime.diagnose import diagnose
 from runtime.jobenv import JobDirs
 from runtime.jobfiles import JobFiles
@@ -235,7 +235,8 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         resource_limit=limit_reason,
     )
     verdict, precision, reason = verdicts.decide(ev)
-    fail_stage = failed["stage"] if failed else (last_stage or ctx.mode)
+    fail_stage = verdict_diagnoses.failed_stage(failed["stage"] if failed else None, last_stage, ctx.mode, graph,
+                                                verdict)
     diagnoses: list[Diagnosis] = []
     if verdict not in ("pass", "sim_output_unwritten") or error is not None:
         diagnoses = diagnose(stage=fail_stage, mode=ctx.mode,
@@ -246,6 +247,7 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
             for d in diagnoses:
                 if not d.file:
                     d.file, d.line = error.file, error.line
+        diagnoses = verdict_diagnoses.lead(diagnoses, verdict, fail_stage, ctx.golden_fallback, graph)
     return CaseResult(
         operator=ctx.operator, case=ctx.case, description=ctx.description,
         shapes=ctx.shapes if ctx.shapes is not None else (launches[0].arg_shapes if launches else []),

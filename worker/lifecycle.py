@@ -15,9 +15,10 @@ from typing import Any
 
 from celery import signals
 
+from jobqueue import parse_queue
 from runtime.cli import default_cache_dir
 from server.config import Settings, get_settings
-from worker.capabilities import CalculatorBuild, capabilities, check_queues, probe_npu
+from worker.capabilities import CalculatorBuild, capabilities, check_queues, check_versions, probe_npu
 from worker.card_health import CardLedger
 from worker.card_pool import CardPool
 from worker.client import ApiClient
@@ -79,7 +80,8 @@ def _on_celeryd_init(sender: str, options: dict[str, Any] | None = None, **_: An
     queues = _queues((options or {}).get("queues"))
     _main["queues"] = queues
     _main["hostname"] = sender
-    modes = [q.partition(".")[0] for q in queues]
+    modes = [parse_queue(q)[0] for q in queues]
+    check_versions(queues)  # raises WrongPypto (a SystemExit) for a queue of another pypto
     _main["npu"] = probe_npu(modes, get_settings().allowed_npu_devices)
     check_queues(modes, _main["npu"])  # raises NoNpuHost (a SystemExit) naming what is missing
     if _main["npu"] is not None:
@@ -91,7 +93,7 @@ def _on_process_init(**_: Any) -> None:
     global _ctx
     _ctx = _make_context(_main.get("hostname") or socket.gethostname())
     queues = _main.get("queues") or ["sim"]
-    _ctx.warm(queues[0]).prestart()  # the first queue's mode; others start with their first job
+    _ctx.warm(parse_queue(queues[0])[0]).prestart()  # the first queue's mode; others start with their first job
 
 
 @signals.worker_process_shutdown.connect

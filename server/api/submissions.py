@@ -58,7 +58,7 @@ async def _from_json(request: Request, settings: Settings) -> submissions.NewSub
         filename, data = PurePosixPath(only).name, payload.files[only].encode()  # a single script
     return submissions.NewSubmission(filename=filename, data=data, modes=list(payload.modes), operator=name,
                                      cases=payload.cases, labels=payload.labels.model_dump(exclude_none=True),
-                                     suite_run_id=payload.suite_run_id)
+                                     suite_run_id=payload.suite_run_id, pypto=payload.pypto)
 
 
 async def _from_form(request: Request, settings: Settings) -> submissions.NewSubmission:
@@ -85,7 +85,7 @@ async def _read_form(form: FormData, settings: Settings) -> submissions.NewSubmi
         filename=upload.filename or "submission", data=data, operator=names.pop() if names else None,
         modes=_listish([str(v) for v in form.getlist("modes")]) or ["sim"],
         cases=_listish([str(v) for v in form.getlist("cases")]), labels=labels,
-        suite_run_id=int(raw_suite) if raw_suite else None)
+        suite_run_id=int(raw_suite) if raw_suite else None, pypto=text.get("pypto") or None)
 
 
 async def parse_submission(request: Request,
@@ -112,6 +112,8 @@ MULTIPART_SCHEMA: dict[str, Any] = {
         "cases": {"type": "array", "items": {"type": "string"}, "description": "run only these case ids"},
         "branch": {"type": "string"}, "commit": {"type": "string"}, "author": {"type": "string"},
         "suite_run_id": {"type": "integer"},
+        "pypto": {"type": "string", "description": "the pypto version the kernel was written for; its jobs go only "
+                                                   "to workers with it (docs/versions.md)"},
     },
 }
 OPENAPI_BODY = {"requestBody": {"required": True, "content": {

@@ -49,6 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--branch", default=None)
     p.add_argument("--commit", default=None)
     p.add_argument("--author", default=None)
+    p.add_argument("--pypto", default=None, metavar="VERSION",
+                   help="the pypto version the kernel was written for: only workers with it run the jobs")
     p.add_argument("--wait", action="store_true", help="wait for the jobs and print their reports")
     p.add_argument("--timeout", type=float, default=None, metavar="S", help="give up waiting after S seconds")
     p.add_argument("--json", type=Path, metavar="FILE", help="write the jobs (and reports) as JSON ('-': stdout)")
@@ -131,7 +133,8 @@ def _run(args: argparse.Namespace, err: Console) -> int:
         server = Server(http, args.server)
         form: dict[str, str | list[str]] = {"modes": list(dict.fromkeys(args.mode or ["sim"])), "cases": args.case}
         form.update({k: v for k, v in (("operator", args.operator), ("branch", args.branch),
-                                       ("commit", args.commit), ("author", args.author)) if v})
+                                       ("commit", args.commit), ("author", args.author),
+                                       ("pypto", args.pypto)) if v})
         # One key for this invocation: a retried upload cannot create a second submission.
         key = uuid.uuid4().hex
         accepted = server.call("POST", "/submissions", tries=3, data=form, files={"file": (filename, data)},

@@ -15,6 +15,7 @@ _.openapi  # FastAPI calls app.openapi() (server/main.py)
 
 # Serialized as JSON fields (dataclasses.asdict, pydantic response models, SQLAlchemy columns).
 _.schema_version  # runtime/report.py
+_.found_by  # runtime/skew.py, in the report's version_skew
 _.bus_id, _.power_w, _.temp_c, _.aicore_pct, _.memory_mb, _.hbm_mb  # runtime/npu_smi.py card fields
 _.mismatch_ratio, _.inf_count, _.output_abs_max, _.golden_abs_max, _.shape_match, _.dtype_match  # case_results
 _.last_status_code, _.last_error, _.delivered_at  # webhook deliveries
@@ -35,3 +36,7 @@ _.starts  # worker/warm.py: how many warm parents a holder started (tests/worker
 
 # Not read yet: runtime/jobfiles.py Entry records them; the hardening issue reworks that module.
 _.mtime, _.ctime
+_.tmp_bytes  # runtime/sandbox.py JobLimits: declared, not enforced anywhere yet (the hardening issue)
+
+# Read by argparse when it formats --help (runtime/cli_help.py sets it on every subparser).
+_.formatter_class

@@ -16,7 +16,7 @@ from jobqueue import worker_queues
 from runtime.pypto_api import installed_version
 from server.commands import local, submit
 from server.commands.worker import celery_command
-from server.config import Settings
+from worker.config import WorkerSettings
 from tests.conftest import EXAMPLES, REPO
 from worker import capabilities
 from worker.client import backoff_s
@@ -72,7 +72,7 @@ def test_celery_app_reliability_settings() -> None:
 
     from worker.app import REDIS_VISIBILITY_TIMEOUT_S, create_app
 
-    app = create_app(Settings(broker_url="redis://127.0.0.1:6379/15"))
+    app = create_app(WorkerSettings(broker_url="redis://127.0.0.1:6379/15"))
     conf = app.conf
     assert conf.task_acks_late and conf.task_reject_on_worker_lost and conf.worker_prefetch_multiplier == 1
     assert conf.task_ignore_result
@@ -84,7 +84,7 @@ def test_celery_app_reliability_settings() -> None:
     assert names == worker_queues(["sim"], installed_version())  # its own pypto's queues (docs/versions.md §3)
     app.close()
 
-    app = create_app(Settings(broker_url="sqla+sqlite:////tmp/x/broker.db", broker_poll_s=0.05))
+    app = create_app(WorkerSettings(broker_url="sqla+sqlite:////tmp/x/broker.db", broker_poll_s=0.05))
     assert app.conf.broker_transport_options == {}  # polling_interval here would crash the worker
     assert sqla.Transport.polling_interval == 0.05
     app.close()
@@ -155,3 +155,20 @@ def test_up_reuses_valid_tokens_and_replaces_revoked_ones(tmp_path: Path, monkey
         monkeypatch.delenv("DATA_DIR", raising=False)
         get_settings.cache_clear()
         db.reset_caches()
+
+
+def test_worker_settings_need_only_the_broker_and_the_api(monkeypatch: pytest.MonkeyPatch) -> None:
+    """README: an NPU worker needs BROKER_URL, API_URL and WORKER_TOKEN; nothing of the server's."""
+    from worker.config import WorkerSettings
+
+    monkeypatch.setenv("BROKER_URL", "redis://broker.example:6379/0")
+    monkeypatch.setenv("API_URL", "http://api.example:8000")
+    monkeypatch.setenv("WORKER_TOKEN", "t0k3n")
+    monkeypatch.setenv("DATABASE_URL", "postgresql://not-for-workers/db")
+    settings = WorkerSettings()
+    assert (settings.resolved_broker_url, settings.api_url, settings.worker_token) == \
+        ("redis://broker.example:6379/0", "http://api.example:8000", "t0k3n")
+    assert not hasattr(settings, "database_url")
+    monkeypatch.setenv("NPU_DEVICES", "0-x")
+    with pytest.raises(ValueError, match="NPU_DEVICES|npu_devices|0-x"):
+        WorkerSettings()

@@ -9,6 +9,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from runtime import cli_help, exit_codes
 from runtime.calculator import default_cache_dir
@@ -37,7 +38,11 @@ def _processes(text: str) -> int:
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = EXIT_CODES_HELP
-    p.add_argument("path", type=Path, help="operator package (folder, .zip, .tar.gz) or a .py script")
+    p.add_argument("path", type=Path,
+                   help="operator package (folder, .zip, .tar.gz), a .py test file, or a checkout (with --op/--list)")
+    p.add_argument("--op", action="append", default=[], metavar="NAME",
+                   help="in a checkout: run this operator (repeatable; names match ignoring case and '_')")
+    p.add_argument("--list", action="store_true", help="in a checkout: list the operators found and their route")
     p.add_argument("--mode", choices=list(MODES), default="sim", help="where the kernel runs")
     p.add_argument("--case", action="append", default=[], metavar="ID", help="run only this case (repeatable)")
     p.add_argument("--case-timeout", type=_positive, default=300.0, metavar="S", help="wall-clock limit per case")
@@ -94,7 +99,15 @@ def calculator_command(args: argparse.Namespace) -> int:
     return exit_codes.OK
 
 
-def run_command(args: argparse.Namespace) -> int:
+def run_command(args: argparse.Namespace, loaded: Any = None, reports: list[Any] | None = None) -> int:
+    """Run one submission: `args.path`, or `loaded` (an operator of a checkout, runtime.cli_checkout).
+
+    With `reports`, the report is appended there instead of written to --json.
+    """
+    if loaded is None and (getattr(args, "list", False) or getattr(args, "op", None)):
+        from runtime.cli_checkout import checkout_command
+
+        return checkout_command(args)
     from rich.console import Console
 
     from runtime.console import print_report
@@ -112,7 +125,7 @@ def run_command(args: argparse.Namespace) -> int:
         def progress(case, done, total):  # type: ignore[no-untyped-def]
             err.print(f"[{done}/{total}] {case.case}: {case.verdict} ({case.duration_s:.2f} s)")
 
-        report = run_submission(args.path, options, on_case=progress)
+        report = run_submission(args.path, options, on_case=progress, loaded=loaded)
     except SubmissionError as exc:
         err.print(f"[bold red]error:[/] {exc}", soft_wrap=True)  # one line, whatever the width
         return exit_codes.UNUSABLE
@@ -124,7 +137,9 @@ def run_command(args: argparse.Namespace) -> int:
         return exit_codes.INFRA
     to_stdout = args.json is not None and str(args.json) == "-"
     print_report(report, err if to_stdout else Console())
-    if args.json is not None:
+    if reports is not None:
+        reports.append(report)
+    elif args.json is not None:
         text = report.to_json()
         if to_stdout:
             sys.stdout.write(text + "\n")

@@ -251,6 +251,7 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         cost_model=_cost_model(found) if ctx.mode == "sim" else None, verdict=verdict,
         verdict_reason=reason, duration_s=_number(report.get("wall_s")), stages=stages,
         launches=launches, script=script, graph_verify=graph, timing=_timing(events),
+        outputs=_named_outputs(result_ev, checked),
         logs={"stdout": stdout[-TAIL_CHARS:], "stderr": stderr[-TAIL_CHARS:], "plog": plog[-TAIL_CHARS:]},
         job_dir=str(ctx.dirs.root), evidence_dir=str(found.get("dir") or ""), evidence=checked.summary(),
         version_skew=skewed.to_dict() if skewed and verdict == verdicts.VERSION_SKEW else None,
@@ -324,6 +325,13 @@ def _script_graph(events: list[dict[str, Any]], script: dict[str, Any], structur
     if status == "no_compare":
         gv["reason"] = "no assert of the script compared a kernel's output"
     return gv
+
+
+def _named_outputs(result_ev: dict[str, Any] | None, checked: corroborate.Checked) -> list[dict[str, Any]]:
+    """Per-output metrics by name: the names the job gave, the numbers the harness recompared."""
+    claimed = (result_ev or {}).get("outputs")
+    names = [str(o.get("name", ""))[:200] for o in claimed if isinstance(o, dict)] if isinstance(claimed, list) else []
+    return [{"name": names[i] if i < len(names) else f"output{i}", **o} for i, o in enumerate(checked.per_output)]
 
 
 def _timing(events: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -65,8 +65,11 @@ CaseCallback = Callable[[CaseResult, int, int], "bool | None"]
 
 
 def run_submission(path: Path, options: RunOptions, warm: WarmParent | None = None,
-                   on_case: CaseCallback | None = None) -> Report:
-    """Verify the submission at `path`. Raises SubmissionError or HostError for unusable input."""
+                   on_case: CaseCallback | None = None,
+                   loaded: submission_mod.Submission | None = None) -> Report:
+    """Verify the submission at `path` (or `loaded`, an operator found in a checkout).
+
+    Raises SubmissionError or HostError for unusable input."""
     start = time.perf_counter()
     if options.mode not in MODES:
         raise SubmissionError(f"unknown mode {options.mode!r}; use sim or npu")
@@ -81,7 +84,7 @@ def run_submission(path: Path, options: RunOptions, warm: WarmParent | None = No
     work = Path(options.work_dir) if options.work_dir else Path(tempfile.mkdtemp(prefix="crosscheck-run-"))
     work.mkdir(parents=True, exist_ok=True)
     work.chmod(0o755)
-    sub = submission_mod.load(Path(path), work)
+    sub = loaded or submission_mod.load(Path(path), work)
     _check_case_filter(sub, options.cases)
     _check_pypto(options.pypto, sub.case_file.requires_pypto if sub.case_file else None)
     syntax_stage, syntax_errors = _syntax(sub)
@@ -317,9 +320,9 @@ class _CaseRunner:
         assert self.sub.impl and self.sub.golden
         request.update(
             kind="package",
-            impl={"file": self.sub.impl.file, "function": self.sub.impl.function},
+            impl={"file": self.sub.impl.file, "function": self.sub.impl.function}, sys_path=self.sub.sys_path,
             golden={"file": self.sub.golden.file, "function": self.sub.golden.function},
-            case={"id": case.id, "seed": case.seed, "params": case.params,
+            case={"id": case.id, "seed": case.seed, "params": case.params, "outputs": case.outputs,
                   "inputs": [i.__dict__ for i in case.inputs], "output_args": case.output_args,
                   "timing": dataclasses.asdict(case.timing) if case.timing else None},
             tolerance=list(tolerance),

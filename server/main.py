@@ -40,6 +40,7 @@ TAGS = [
     {"name": "ingest", "description": "Results produced outside the queue (runtime JSON, pytest JUnit), with provenance."},
     {"name": "exports", "description": "CSV downloads of the operator, case and suite-run tables."},
     {"name": "internal", "description": "Worker-facing endpoints (scope worker)."},
+    {"name": "audit", "description": "Who submitted, cancelled, retried, changed tokens or removed workers (scope admin)."},
     {"name": "operations", "description": "Health, readiness and Prometheus metrics (no token)."},
 ]
 

@@ -35,7 +35,7 @@ def submit(caller: Submitter, session: SessionDep, settings: SettingsDep, blobs:
     Cookie auth on a form POST: the crosscheck_token cookie is SameSite=Lax, so another site's
     form cannot make the browser send it (no cross-site request forgery of submissions).
     """
-    new.submitted_by = caller.name
+    new.submitted_by, new.token_id = caller.name, caller.token_id
     _sub, jobs, created = submissions.create(session, blobs, settings, new)
     if created:
         for job in jobs:

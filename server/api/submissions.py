@@ -11,7 +11,7 @@ from sqlalchemy import select
 from runtime.modes import MODES
 from server.api.deps import BlobsDep, NewSubmissionDep, ProducerDep, SessionDep, SettingsDep, enqueue_after_commit
 from server.auth import ReadCaller, SubmitCaller
-from server.errors import NotFound
+from server.errors import NotFound, PermissionDenied
 from server.models import Job, Submission
 from server.schemas.common import ErrorRead
 from server.schemas.submission import JobBrief, SubmissionAccepted, SubmissionRead
@@ -51,7 +51,7 @@ def create_submission(
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)] = None,
 ) -> SubmissionAccepted:
     """Validate and store the bundle, create one job per mode, and enqueue them after commit."""
-    new.idempotency_key, new.submitted_by = idempotency_key or None, caller.name
+    new.idempotency_key, new.submitted_by, new.token_id = idempotency_key or None, caller.name, caller.token_id
     sub, jobs, created = submissions.create_once(session, blobs, settings, new)
     if created:
         for job in jobs:
@@ -73,12 +73,19 @@ def read_submission_by_id(submission_id: int, caller: ReadCaller, session: Sessi
 
 
 @router.get("/{submission_id}/bundle", summary="Download the submitted package or script", response_class=FileResponse,
-            responses={200: {"content": {"application/octet-stream": {}}}, 404: {"model": ErrorRead}})
+            responses={200: {"content": {"application/octet-stream": {}}}, 403: {"model": ErrorRead},
+                       404: {"model": ErrorRead}})
 def download_submission_bundle(submission_id: int, caller: ReadCaller, session: SessionDep,
                                blobs: BlobsDep) -> FileResponse:
-    """The bundle exactly as stored, so that a reader can rerun it with `crosscheck run`."""
+    """The bundle exactly as stored, so that its submitter can rerun it with `crosscheck run`.
+
+    A bundle is its submitter's source code: only the token that submitted it, or an admin, may
+    download it (verdicts and reports stay readable by every reader)."""
     sub = session.get(Submission, submission_id)
     if sub is None or not blobs.path(sub.blob_path).is_file():
         raise NotFound(f"no stored bundle for submission {submission_id}")
+    if not caller.allows("admin") and (sub.token_id is None or sub.token_id != caller.token_id):
+        raise PermissionDenied(f"the bundle of submission {submission_id} is its submitter's: only the token "
+                               "that submitted it, or an admin, may download it")
     return FileResponse(blobs.path(sub.blob_path), media_type="application/octet-stream",
                         filename=PurePosixPath(sub.filename).name)

@@ -1,13 +1,13 @@
 """Queues per pypto version: jobs.queue holds "<mode>@<pypto version>" (docs/versions.md §3)
 
-Revision ID: 0005_pypto_queues
-Revises: 0004_history
+Revision ID: 0007_pypto_queues
+Revises: 0006_hardening
 """
 from alembic import op
 import sqlalchemy as sa
 
-revision = '0005_pypto_queues'
-down_revision = '0004_history'
+revision = '0007_pypto_queues'
+down_revision = '0006_hardening'
 branch_labels = None
 depends_on = None
 

@@ -390,10 +390,12 @@ def graph_verify_failure(failed: CaseResult) -> dict[str, Any]:
     texts = " ".join([failed.error.message if failed.error else "", *(launch.error for launch in failed.launches)])
     if PARTIAL_TILE_SIGNATURE.search(texts):
         return {"status": "unsupported", "metrics": None, "rule": PARTIAL_TILE_RULE, "error": error,
-                "reason": ("pypto 0.2.0's graph-verify calculator cannot run a composite op (such as pypto.sigmoid) "
-                           "on a partial last tile (valid_shape smaller than the tile): it fails with 'setStorage "
-                           "... out of bounds'. Plain SIM ran the kernel; the case is judged without graph "
-                           "evidence")}
+                "reason": ("pypto 0.2.0 limitation: a stock composite op (pypto.sigmoid builds its constant 1.0 with "
+                           "valid_shape = the full tile shape) turns a partial tile's valid shape into the full "
+                           "tile, so the graph-verify calculator copies the whole tile into a smaller output and "
+                           "refuses ('setStorage ... out of bounds'). Plain SIM ran the kernel; the case is judged "
+                           "without graph evidence. Spelling the op out (1 / (1 + exp(-x))) keeps the valid shape "
+                           "and gets graph evidence (docs/realops.md §6)")}
     return {"status": "error", "metrics": None, "error": error,
             "reason": "graph verify failed while plain SIM runs the kernel"}
 

@@ -18,7 +18,7 @@ from web.overview import operator_row
 
 router = APIRouter(route_class=HtmlRoute)
 HISTORY_RUNS = history.DEFAULT_RUNS  # the default window: the last runs, drawn one point each
-HISTORY_BUCKETS = 200  # longer ranges are drawn as min/max per time bucket (docs/history.md)
+HISTORY_BUCKETS = 100  # longer ranges are drawn as min/max per time bucket (docs/history.md)
 RANGES_DAYS = {"90d": 90, "1y": 365}
 Range = Literal["runs", "90d", "1y"]
 RECENT_JOBS = 20

@@ -51,6 +51,7 @@ class RunOptions:
     drop_privileges: bool = True
     cache_dir: Path | None = None  # where the graph-verify calculator is cached
     parallel: int = 1  # cases run at once (each its own sandboxed fork)
+    pypto: str | None = None  # the pypto version asked for: refused unless it is this host's (docs/versions.md §3)
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ def run_submission(path: Path, options: RunOptions, warm: WarmParent | None = No
     work.chmod(0o755)
     sub = loaded or submission_mod.load(Path(path), work)
     _check_case_filter(sub, options.cases)
+    _check_pypto(options.pypto, sub.case_file.requires_pypto if sub.case_file else None)
     syntax_stage, syntax_errors = _syntax(sub)
     lint_start = time.perf_counter()
     api = pypto_api.load(options.cache_dir)  # None without pypto: the version-skew rules are skipped
@@ -119,6 +121,18 @@ def run_submission(path: Path, options: RunOptions, warm: WarmParent | None = No
 def _device_name(options: RunOptions) -> str | None:
     """The card an NPU run used, as the report's provenance names it; SIM runs on no device."""
     return f"npu:{options.device_id or 0}" if options.mode == "npu" else None
+
+
+def _check_pypto(asked: str | None, required: str | None) -> None:
+    """Refuse a run that asks for a pypto this host does not have (before anything runs)."""
+    if asked and required and asked != required:
+        raise SubmissionError(f"--pypto {asked} contradicts test_cases.json's requires_pypto {required}")
+    wanted = asked or required
+    installed = pypto_api.installed_version()
+    if wanted and wanted != installed:
+        raise HostError(f"the submission asks for pypto {wanted}; this host has pypto {installed or 'not installed'} "
+                        f"(submit it to a service with a pypto {wanted} worker: crosscheck submit --pypto {wanted}; "
+                        "docs/versions.md)")
 
 
 def _check_case_filter(sub: submission_mod.Submission, wanted: list[str]) -> None:
@@ -376,10 +390,12 @@ def graph_verify_failure(failed: CaseResult) -> dict[str, Any]:
     texts = " ".join([failed.error.message if failed.error else "", *(launch.error for launch in failed.launches)])
     if PARTIAL_TILE_SIGNATURE.search(texts):
         return {"status": "unsupported", "metrics": None, "rule": PARTIAL_TILE_RULE, "error": error,
-                "reason": ("pypto 0.2.0's graph-verify calculator cannot run a composite op (such as pypto.sigmoid) "
-                           "on a partial last tile (valid_shape smaller than the tile): it fails with 'setStorage "
-                           "... out of bounds'. Plain SIM ran the kernel; the case is judged without graph "
-                           "evidence")}
+                "reason": ("pypto 0.2.0 limitation: a stock composite op (pypto.sigmoid builds its constant 1.0 with "
+                           "valid_shape = the full tile shape) turns a partial tile's valid shape into the full "
+                           "tile, so the graph-verify calculator copies the whole tile into a smaller output and "
+                           "refuses ('setStorage ... out of bounds'). Plain SIM ran the kernel; the case is judged "
+                           "without graph evidence. Spelling the op out (1 / (1 + exp(-x))) keeps the valid shape "
+                           "and gets graph evidence (docs/realops.md §6)")}
     return {"status": "error", "metrics": None, "error": error,
             "reason": "graph verify failed while plain SIM runs the kernel"}
 

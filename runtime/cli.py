@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -50,7 +51,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--processes", type=_processes, default=512, metavar="N", help="processes and threads per case")
     p.add_argument("--disk", type=_positive, default=4.0, metavar="GIB", help="disk per case, its whole job dir")
     p.add_argument("--json", type=Path, metavar="FILE", help="write the JSON report here ('-' for stdout)")
-    p.add_argument("--work-dir", type=Path, help="where job dirs go (default: a new temp dir)")
+    p.add_argument("--work-dir", type=Path, help="where job dirs go, kept (default: a temp dir, removed at exit)")
+    p.add_argument("--keep", action="store_true", help="keep the temp work dir (job dirs, logs, evidence)")
     p.add_argument("--device", type=int, default=None, metavar="ID",
                    help="NPU card (NPU mode; default: TASK_DEVICE, else TILE_FWK_DEVICE_ID, else 0)")
     p.add_argument("--no-graph-verify", action="store_true", help="skip the CPU graph-verify oracle in SIM")
@@ -81,6 +83,10 @@ def calculator_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _terminated(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def run_command(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -93,7 +99,10 @@ def run_command(args: argparse.Namespace) -> int:
                          memory_bytes=int(args.memory * 2**30), nproc=args.processes,
                          disk_bytes=int(args.disk * 2**30), work_dir=args.work_dir, device_id=args.device,
                          graph_verify=not args.no_graph_verify, verify_passes=args.verify_passes,
-                         cache_dir=args.cache_dir or default_cache_dir(), parallel=max(1, args.jobs))
+                         cache_dir=args.cache_dir or default_cache_dir(), parallel=max(1, args.jobs),
+                         keep_work=args.keep)
+    # SIGTERM as an exception, so the work dir and the warm parent are cleaned up on that way out too.
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         def progress(case, done, total):  # type: ignore[no-untyped-def]
             err.print(f"[{done}/{total}] {case.case}: {case.verdict} ({case.duration_s:.2f} s)")

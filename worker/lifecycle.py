@@ -57,8 +57,18 @@ def _make_context(hostname: str) -> WorkerContext:
     return WorkerContext(
         api=ApiClient(settings.api_url, settings.worker_token), name=hostname,
         cache_dir=cache_dir(settings), heartbeat_s=settings.job_heartbeat_s, cards=pool, ledger=ledger,
-        parallel=max(1, settings.case_parallel),
+        parallel=max(1, settings.case_parallel), hide_paths=service_paths(settings),
     )
+
+
+def service_paths(settings: Settings) -> list[Path]:
+    """The service's files no job may see (its mount namespace covers them, docs/SECURITY.md):
+    the data dir (databases, broker, logs), the bundles, the NPU card state and a SQLite database."""
+    paths = [settings.data_dir.resolve(), settings.resolved_blob_dir, settings.resolved_npu_state_dir]
+    url = settings.resolved_database_url
+    if url.startswith("sqlite:///"):
+        paths.append(Path(url.removeprefix("sqlite:///")).resolve())
+    return paths
 
 
 def npu_cards(settings: Settings) -> tuple[CardPool | None, CardLedger | None]:

@@ -151,3 +151,14 @@ def test_up_reuses_valid_tokens_and_replaces_revoked_ones(tmp_path: Path, monkey
         monkeypatch.delenv("DATA_DIR", raising=False)
         get_settings.cache_clear()
         db.reset_caches()
+
+
+def test_every_job_is_told_to_hide_the_service_data(tmp_path: Path) -> None:
+    from worker.lifecycle import service_paths
+
+    settings = Settings(data_dir=tmp_path / "data", blob_dir=tmp_path / "bundles", npu_state_dir=tmp_path / "cards")
+    hidden = service_paths(settings)
+    assert {tmp_path / "data", tmp_path / "bundles", tmp_path / "cards"} <= set(hidden)
+    assert (tmp_path / "data" / "crosscheck.db") in hidden  # SQLite by default, in the data dir
+    remote = Settings(data_dir=tmp_path / "data", database_url="postgresql://db.invalid/x")
+    assert not any(p.name.endswith(".db") for p in service_paths(remote))

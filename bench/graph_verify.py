@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from runtime.cli import default_cache_dir  # noqa: E402
+from runtime.calculator import default_cache_dir  # noqa: E402
 from runtime.runner import RunOptions, run_submission  # noqa: E402
 from runtime.warm import WarmParent  # noqa: E402
 

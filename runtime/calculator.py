@@ -19,6 +19,15 @@ from pathlib import Path
 LIB_NAME = "libtile_fwk_calculator.so"
 
 
+def default_cache_dir() -> Path:
+    """Where the graph-verify calculator is cached (CROSSCHECK_CACHE_DIR overrides)."""
+    env = os.environ.get("CROSSCHECK_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pto-crosscheck"
+
+
 @dataclass(frozen=True)
 class CalculatorKey:
     pypto: str

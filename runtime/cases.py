@@ -14,6 +14,7 @@ INIT_KINDS = ("randn", "rand", "ones", "zeros", "arange")
 COMPARE_KINDS = ("strict", "ratio")
 # The ratio-tolerant compare of large model ops: at most 0.5% of elements outside tolerance.
 DEFAULT_MAX_MISMATCH_RATIO = 0.005
+SHAPE_SUFFIX = "_shape"
 
 
 @dataclass
@@ -102,6 +103,8 @@ def _parse_case(where: str, index: int, item: Any) -> CaseSpec:
         raw_inputs = item["inputs"]
         if not isinstance(raw_inputs, list) or not raw_inputs:
             raise SubmissionError(f"{label}: 'inputs' must be a non-empty list")
+    elif "input" in item and _named_shapes(item["input"]):
+        raw_inputs = _named_shapes(item["input"])  # {x1_shape, x2_shape, gamma_shape, dtype}, as the gym writes it
     elif "input" in item:
         raw_inputs = item["input"] if isinstance(item["input"], list) else [item["input"]]
     else:
@@ -154,8 +157,30 @@ def _parse_input(label: str, index: int, raw: Any) -> InputSpec:
     return InputSpec(name=str(name), shape=shape, dtype=dtype, init=init)
 
 
+def _named_shapes(raw: Any) -> list[dict[str, Any]]:
+    """`{"x1_shape": [..], "gamma_shape": [..], "dtype": "bfloat16", "gamma_dtype": ..}` as a list of named specs.
+
+    The dtype is `<name>_dtype` when given, else the shared `dtype`; [] when `raw` uses no `<name>_shape` keys.
+    """
+    if not isinstance(raw, dict) or "shape" in raw:
+        return []
+    names = [k[: -len(SHAPE_SUFFIX)] for k in raw if k.endswith(SHAPE_SUFFIX) and len(k) > len(SHAPE_SUFFIX)]
+    specs = []
+    for name in names:
+        spec: dict[str, Any] = {"name": name, "shape": raw[name + SHAPE_SUFFIX]}
+        dtype = raw.get(f"{name}_dtype", raw.get("dtype"))
+        if dtype is not None:
+            spec["dtype"] = dtype
+        if "init" in raw:
+            spec["init"] = raw["init"]
+        specs.append(spec)
+    return specs
+
+
 def _parse_outputs(label: str, item: dict[str, Any]) -> list[dict[str, Any]]:
     single = item.get("output")
+    if _named_shapes(single):
+        single = _named_shapes(single)
     raw = item.get("outputs", single if isinstance(single, list) else ([single] if single is not None else []))
     if not isinstance(raw, list):
         raise SubmissionError(f"{label}: 'outputs' must be a list")
@@ -163,7 +188,7 @@ def _parse_outputs(label: str, item: dict[str, Any]) -> list[dict[str, Any]]:
     for i, out in enumerate(raw):
         if not isinstance(out, dict):
             raise SubmissionError(f"{label}: output {i} must be an object")
-        spec: dict[str, Any] = {}
+        spec: dict[str, Any] = {"name": str(out["name"])} if "name" in out else {}
         if "shape" in out:
             spec["shape"] = validate_shape(f"{label}: output {i}", out["shape"])
         if "dtype" in out:

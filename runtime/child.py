@@ -188,6 +188,8 @@ def as_outputs(value: Any, what: str) -> list[Any]:
 
 def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
     src, case, mode = req["src_dir"], req["case"], req["mode"]
+    for rel in reversed(req.get("sys_path") or []):  # a gym pair: where the kernel's imports resolve
+        sys.path.insert(0, str(Path(src) / rel))
     device = device_mod.current()
     params = case.get("params") or {}
     tolerance = (float(req["tolerance"][0]), float(req["tolerance"][1]))
@@ -195,12 +197,16 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
         golden_fn = load_function(src, req["golden"])
         torch.manual_seed(case["seed"])
         inputs = [device.place(make_input(spec)) for spec in case["inputs"]]
-        goldens = _golden(golden_fn, inputs, params)
+        goldens, in_place = _golden(golden_fn, inputs, params)
     rec.inputs, rec.goldens = inputs, goldens  # for launch hooks (graph verify)
+    # What is compared: every output, then every input the golden wrote into (docs/realops.md §7).
+    expected = [*goldens, *(g for _, g in in_place)]
+    names = _output_names(case, len(goldens)) + [f"{case['inputs'][i].get('name', f'input{i}')} (in place)"
+                                                   for i, _ in in_place]
     # Sent before the implementation is imported: the leader holds these hashes, so a kernel
     # that later edits the goldens in memory or on disk cannot make the harness's compare agree.
-    rec.events.emit("golden", sha256=[dumps.sha256(g) for g in goldens])
-    _scrub_freed_memory([*inputs, *goldens], int(req["limits"]["memory_bytes"]) // SCRUB_SHARE)
+    rec.events.emit("golden", sha256=[dumps.sha256(g) for g in expected])
+    _scrub_freed_memory([*inputs, *expected], int(req["limits"]["memory_bytes"]) // SCRUB_SHARE)
     graph = _install_graph_verify(req, rec, case, tolerance)
     with stage(rec, mode, src):
         wrapper = load_function(src, req["impl"])
@@ -213,6 +219,8 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
         for out in outputs:
             if not isinstance(out, torch.Tensor):
                 raise TypeError(f"the wrapper returned {type(out).__name__}, not a torch.Tensor")
+        outputs = [*outputs, *(inputs[i] for i, _ in in_place)]
+        goldens = expected
         provenance = [_provenance(rec, out) for out in outputs]
         # With graph verify on, the outputs hold the graph's result. What plain SIM would have
         # returned is the bytes before the launch: SIM has no data path and leaves them as they
@@ -223,7 +231,8 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
         # The job's own compare is its claim; its leader recompares the dumped bytes outside this
         # process (runtime.dumps) and decides with that, checking the claim against it.
         per_output = [metrics.compare(r, g, *tolerance) for r, g in zip(raw, goldens)]
-        result_event: dict[str, Any] = {"metrics": metrics.combine(per_output), "provenance": provenance}
+        result_event: dict[str, Any] = {"metrics": metrics.combine(per_output), "provenance": provenance,
+                                        "outputs": [{"name": n, "metrics": m} for n, m in zip(names, per_output)]}
         if graph is not None:
             result_event["graph_verify"] = _graph_evidence(rec, graph, outputs, goldens, provenance, tolerance)
         _dump(req, rec, outputs, goldens, provenance)
@@ -332,19 +341,30 @@ def _verify_passes(req: dict[str, Any], rec: instrument.Recorder, wrapper: Any, 
                     duration_s=round(time.perf_counter() - start, 3), **summary)
 
 
-def _golden(golden_fn: Any, inputs: list[torch.Tensor], params: dict[str, Any]) -> list[torch.Tensor]:
+def _output_names(case: dict[str, Any], count: int) -> list[str]:
+    named = [str(o.get("name", "")) for o in case.get("outputs") or []]
+    return [named[i] if i < len(named) and named[i] else f"output{i}" for i in range(count)]
+
+
+def _golden(golden_fn: Any, inputs: list[torch.Tensor],
+            params: dict[str, Any]) -> tuple[list[torch.Tensor], list[tuple[int, torch.Tensor]]]:
+    """The golden's outputs, and (index, value) of each input it wrote into that it did not also return."""
+    given = [t.detach().to("cpu", copy=True) for t in inputs]
+    pristine = [g.clone() for g in given]
     try:
-        value = golden_fn(*[t.detach().to("cpu", copy=True) for t in inputs], **params)
+        value = golden_fn(*given, **params)
     except Exception as exc:
         raise GoldenError(f"the golden raised {type(exc).__name__}: {exc}") from exc
     goldens = as_outputs(value, "the golden")
+    in_place = [(i, g) for i, (g, p) in enumerate(zip(given, pristine))
+                if instrument.bytes_changed(p, g) and not any(g is out for out in goldens)]
     for i, g in enumerate(goldens):
         if not isinstance(g, torch.Tensor):
             raise GoldenError(f"the golden returned {type(g).__name__} for output {i}, not a torch.Tensor")
         if g.is_floating_point() and not bool(torch.isfinite(g).all()):
             bad = int((~torch.isfinite(g)).sum())
             raise GoldenError(f"the golden returned {bad} non-finite value(s) in output {i}")
-    return goldens
+    return goldens, in_place
 
 
 def _provenance(rec: instrument.Recorder, out: torch.Tensor) -> dict[str, Any]:
@@ -356,12 +376,31 @@ def _provenance(rec: instrument.Recorder, out: torch.Tensor) -> dict[str, Any]:
     sid = instrument.storage_id(out)
     found = [(index, arg, launch) for index, launch in enumerate(rec.launches)
              for arg, storage in enumerate(launch.storages) if storage == sid]
+    if not any(launch.written[arg] for _, arg, launch in found):
+        # Not written where it was a launch argument (an input the wrapper overwrote after the launch):
+        # its bytes may be a copy of what the kernel wrote elsewhere.
+        found = _copied_from(rec, out) or found
     if not found:
         return {"launch": None, "arg": None, "kernel": None, "written": False}
     index, arg, launch = found[0]
     last_index, last_arg, _ = found[-1]
     return {"launch": index, "arg": arg, "kernel": launch.kernel, "written": launch.written[arg],
             "last_launch": last_index, "last_arg": last_arg}
+
+
+def _copied_from(rec: instrument.Recorder, out: torch.Tensor) -> list[tuple[int, int, instrument.LaunchRecord]]:
+    """The launch argument whose bytes right after its launch are exactly `out`'s: the wrapper copied the
+    kernel's result into it (`x1.copy_(y)`, in-place semantics; docs/realops.md §7). The last such launch."""
+    digest = None
+    for index in range(len(rec.launches) - 1, -1, -1):
+        launch = rec.launches[index]
+        for arg, tensor in enumerate(launch.args):
+            if tensor.dtype != out.dtype or tensor.shape != out.shape:
+                continue
+            digest = digest or dumps.sha256(out)
+            if launch.post_sha256[arg] == digest:
+                return [(index, arg, launch)]
+    return []
 
 
 def _dump(req: dict[str, Any], rec: instrument.Recorder, outputs: list[torch.Tensor], goldens: list[torch.Tensor],

@@ -33,6 +33,7 @@ class Checked:
     notes: list[str] = field(default_factory=list)
     reported: int = 0
     duration_s: float = 0.0  # the leader's time taking and checking the evidence
+    per_output: list[dict[str, Any]] = field(default_factory=list)  # the harness's recompare of each output
 
     def summary(self) -> dict[str, Any]:
         """CaseResult.evidence: what was corroborated, for the report and the dashboard."""
@@ -117,6 +118,7 @@ def _recheck(out: Checked, rc: Any, result_ev: dict[str, Any]) -> None:
         if claimed != bool(o.get("launch_wrote")):
             said = "wrote" if claimed else "did not write"
             out.contradictions.append(f"output {i}: the job says its launch {said} it; the dumped bytes say otherwise")
+    out.per_output = [{"metrics": o.get("metrics"), "graph_metrics": o.get("graph_metrics")} for o in outputs]
     out.changed_after_launch = any(o.get("changed_after_launch") for o in outputs)
     out.graph_written = bool(outputs) and all(o.get("launch_wrote") for o in outputs)
     out.output_written = out.graph_written and not out.changed_after_launch

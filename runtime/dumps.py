@@ -233,6 +233,7 @@ def recheck(files: JobFiles, tolerance: tuple[float, float], graph_active: bool,
         outputs.append({
             "launch_wrote": None if before_sha is None or not first else before_sha != first,
             "changed_after_launch": None if before is None or not last else now_sha != last,
+            "metrics": raw[-1], "graph_metrics": graph[-1] if graph_active and before is not None else None,
         })
     return {"metrics": metrics.combine(raw), "graph_metrics": metrics.combine(graph) if graph else None,
             "outputs": outputs}

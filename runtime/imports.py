@@ -46,8 +46,11 @@ def import_roots(root: Path, first: list[Path]) -> list[Path]:
     return list(dict.fromkeys(roots))
 
 
-def closure(root: Path, entries: list[Path], roots: list[Path]) -> list[str]:
-    """Files (relative to root, sorted) that `entries` import, transitively, inside root."""
+def closure(root: Path, entries: list[Path], roots: list[Path], used: set[Path] | None = None) -> list[str]:
+    """Files (relative to root, sorted) that `entries` import, transitively, inside root.
+
+    `used`, when given, receives the roots that resolved an absolute import (the job's sys.path).
+    """
     root = root.resolve()
     seen: set[Path] = set()
     todo = [p.resolve() for p in entries]
@@ -57,11 +60,11 @@ def closure(root: Path, entries: list[Path], roots: list[Path]) -> list[str]:
             continue
         seen.add(path)
         if path.suffix == ".py":
-            todo += _imported_files(path, roots)
+            todo += _imported_files(path, roots, used if used is not None else set())
     return sorted(p.relative_to(root).as_posix() for p in seen)
 
 
-def _imported_files(path: Path, roots: list[Path]) -> list[Path]:
+def _imported_files(path: Path, roots: list[Path], used: set[Path]) -> list[Path]:
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, OSError):
@@ -70,7 +73,7 @@ def _imported_files(path: Path, roots: list[Path]) -> list[Path]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                found += _resolve(alias.name, roots)
+                found += _resolve(alias.name, roots, used)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = path.parent
@@ -78,14 +81,15 @@ def _imported_files(path: Path, roots: list[Path]) -> list[Path]:
                     base = base.parent
                 found += _resolve_under(base, node.module or "", [a.name for a in node.names])
             else:
-                found += _resolve(node.module or "", roots, [a.name for a in node.names])
+                found += _resolve(node.module or "", roots, used, [a.name for a in node.names])
     return found
 
 
-def _resolve(module: str, roots: list[Path], members: list[str] | None = None) -> list[Path]:
+def _resolve(module: str, roots: list[Path], used: set[Path], members: list[str] | None = None) -> list[Path]:
     for root in roots:
         hit = _resolve_under(root, module, members or [])
         if hit:
+            used.add(root)
             return hit
     return []
 

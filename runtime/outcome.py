@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from runtime import corroborate, skew, verdicts
+from runtime import corroborate, skew, verdict_diagnoses, verdicts
 from runtime.diagnose import diagnose
 from runtime.jobenv import JobDirs
 from runtime.jobfiles import JobFiles
@@ -23,6 +23,9 @@ MARKER_PATTERNS = {
     "precision_pass": re.compile(r"\[PRECISION_PASS\]"),
     "precision_fail": re.compile(r"\[PRECISION_FAIL\]"),
 }
+# Nothing of the kernel could be judged: a test function needs an argument we do not supply
+# (runtime.testmodule), or the test called a torch_npu fused op the SIM stand-in cannot run (runtime.standin).
+NOT_RUN_ERRORS = ("CannotCall", "NeedsRealNpu")
 MAX_DIFF = re.compile(r"max[ _]?diff(?:erence)?\s*[:=]\s*([-+0-9.eE]+|nan|inf)", re.IGNORECASE)
 
 
@@ -107,8 +110,8 @@ def _structural(report: dict[str, Any], failed: dict[str, Any] | None, mode: str
         return "oom"
     if died:
         return "crash"
-    if failed and (failed["stage"] in ("golden", "device") or failed.get("type") == "CannotCall"):
-        return "not_run"  # CannotCall: a test function needs an argument we do not supply (runtime.testmodule)
+    if failed and (failed["stage"] in ("golden", "device") or failed.get("type") in NOT_RUN_ERRORS):
+        return "not_run"
     if failed and failed["stage"] in (mode, "compare"):
         return "error"
     return "ok"
@@ -232,7 +235,8 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         resource_limit=limit_reason,
     )
     verdict, precision, reason = verdicts.decide(ev)
-    fail_stage = failed["stage"] if failed else (last_stage or ctx.mode)
+    fail_stage = verdict_diagnoses.failed_stage(failed["stage"] if failed else None, last_stage, ctx.mode, graph,
+                                                verdict)
     diagnoses: list[Diagnosis] = []
     if verdict not in ("pass", "sim_output_unwritten") or error is not None:
         diagnoses = diagnose(stage=fail_stage, mode=ctx.mode,
@@ -243,6 +247,7 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
             for d in diagnoses:
                 if not d.file:
                     d.file, d.line = error.file, error.line
+        diagnoses = verdict_diagnoses.lead(diagnoses, verdict, fail_stage, ctx.golden_fallback, graph)
     return CaseResult(
         operator=ctx.operator, case=ctx.case, description=ctx.description,
         shapes=ctx.shapes if ctx.shapes is not None else (launches[0].arg_shapes if launches else []),
@@ -251,6 +256,7 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         cost_model=_cost_model(found) if ctx.mode == "sim" else None, verdict=verdict,
         verdict_reason=reason, duration_s=_number(report.get("wall_s")), stages=stages,
         launches=launches, script=script, graph_verify=graph, timing=_timing(events),
+        outputs=_named_outputs(result_ev, checked),
         logs={"stdout": stdout[-TAIL_CHARS:], "stderr": stderr[-TAIL_CHARS:], "plog": plog[-TAIL_CHARS:]},
         job_dir=str(ctx.dirs.root), evidence_dir=str(found.get("dir") or ""), evidence=checked.summary(),
         version_skew=skewed.to_dict() if skewed and verdict == verdicts.VERSION_SKEW else None,
@@ -324,6 +330,13 @@ def _script_graph(events: list[dict[str, Any]], script: dict[str, Any], structur
     if status == "no_compare":
         gv["reason"] = "no assert of the script compared a kernel's output"
     return gv
+
+
+def _named_outputs(result_ev: dict[str, Any] | None, checked: corroborate.Checked) -> list[dict[str, Any]]:
+    """Per-output metrics by name: the names the job gave, the numbers the harness recompared."""
+    claimed = (result_ev or {}).get("outputs")
+    names = [str(o.get("name", ""))[:200] for o in claimed if isinstance(o, dict)] if isinstance(claimed, list) else []
+    return [{"name": names[i] if i < len(names) else f"output{i}", **o} for i, o in enumerate(checked.per_output)]
 
 
 def _timing(events: list[dict[str, Any]]) -> dict[str, Any] | None:

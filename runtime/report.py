@@ -98,6 +98,7 @@ class CaseResult:
     stages: list[Stage] = field(default_factory=list)
     launches: list[Launch] = field(default_factory=list)
     graph_verify: dict[str, Any] | None = None
+    outputs: list[dict[str, Any]] = field(default_factory=list)  # per output, by name: metrics, graph_metrics
     timing: dict[str, Any] | None = None  # NPU runs whose case asks: median and spread (runtime.timing)
     script: dict[str, Any] | None = None
     logs: dict[str, str] = field(default_factory=dict)  # stdout/stderr/plog tails

@@ -66,8 +66,11 @@ CaseCallback = Callable[[CaseResult, int, int], "bool | None"]
 
 
 def run_submission(path: Path, options: RunOptions, warm: WarmParent | None = None,
-                   on_case: CaseCallback | None = None) -> Report:
-    """Verify the submission at `path`. Raises SubmissionError or HostError for unusable input."""
+                   on_case: CaseCallback | None = None,
+                   loaded: submission_mod.Submission | None = None) -> Report:
+    """Verify the submission at `path` (or `loaded`, an operator found in a checkout).
+
+    Raises SubmissionError or HostError for unusable input."""
     start = time.perf_counter()
     if options.mode not in MODES:
         raise SubmissionError(f"unknown mode {options.mode!r}; use sim or npu")
@@ -83,20 +86,20 @@ def run_submission(path: Path, options: RunOptions, warm: WarmParent | None = No
         work = Path(options.work_dir)
         work.mkdir(parents=True, exist_ok=True)
         work.chmod(0o755)
-        return _run_in(work, path, options, warm, on_case, npu, start)
+        return _run_in(work, path, options, warm, on_case, npu, start, loaded)
     # Our own temp work dir goes on every way out (a few runs left gigabytes behind), unless kept.
     work = Path(tempfile.mkdtemp(prefix="crosscheck-run-"))
     work.chmod(0o755)
     try:
-        return _run_in(work, path, options, warm, on_case, npu, start)
+        return _run_in(work, path, options, warm, on_case, npu, start, loaded)
     finally:
         if not options.keep_work:
             shutil.rmtree(work, ignore_errors=True)
 
 
 def _run_in(work: Path, path: Path, options: RunOptions, warm: WarmParent | None, on_case: CaseCallback | None,
-            npu: dict[str, Any], start: float) -> Report:
-    sub = submission_mod.load(Path(path), work)
+            npu: dict[str, Any], start: float, loaded: submission_mod.Submission | None) -> Report:
+    sub = loaded or submission_mod.load(Path(path), work)
     _check_case_filter(sub, options.cases)
     syntax_stage, syntax_errors = _syntax(sub)
     lint_start = time.perf_counter()
@@ -345,9 +348,9 @@ class _CaseRunner:
         assert self.sub.impl and self.sub.golden
         request.update(
             kind="package",
-            impl={"file": self.sub.impl.file, "function": self.sub.impl.function},
+            impl={"file": self.sub.impl.file, "function": self.sub.impl.function}, sys_path=self.sub.sys_path,
             golden={"file": self.sub.golden.file, "function": self.sub.golden.function},
-            case={"id": case.id, "seed": case.seed, "params": case.params,
+            case={"id": case.id, "seed": case.seed, "params": case.params, "outputs": case.outputs,
                   "inputs": [i.__dict__ for i in case.inputs], "output_args": case.output_args,
                   "timing": dataclasses.asdict(case.timing) if case.timing else None},
             tolerance=list(tolerance),
@@ -417,10 +420,12 @@ def graph_verify_failure(failed: CaseResult) -> dict[str, Any]:
     texts = " ".join([failed.error.message if failed.error else "", *(launch.error for launch in failed.launches)])
     if PARTIAL_TILE_SIGNATURE.search(texts):
         return {"status": "unsupported", "metrics": None, "rule": PARTIAL_TILE_RULE, "error": error,
-                "reason": ("pypto 0.2.0's graph-verify calculator cannot run a composite op (such as pypto.sigmoid) "
-                           "on a partial last tile (valid_shape smaller than the tile): it fails with 'setStorage "
-                           "... out of bounds'. Plain SIM ran the kernel; the case is judged without graph "
-                           "evidence")}
+                "reason": ("pypto 0.2.0 limitation: a stock composite op (pypto.sigmoid builds its constant 1.0 with "
+                           "valid_shape = the full tile shape) turns a partial tile's valid shape into the full "
+                           "tile, so the graph-verify calculator copies the whole tile into a smaller output and "
+                           "refuses ('setStorage ... out of bounds'). Plain SIM ran the kernel; the case is judged "
+                           "without graph evidence. Spelling the op out (1 / (1 + exp(-x))) keeps the valid shape "
+                           "and gets graph evidence (docs/realops.md §6)")}
     return {"status": "error", "metrics": None, "error": error,
             "reason": "graph verify failed while plain SIM runs the kernel"}
 

@@ -38,6 +38,7 @@ class Submission:
     impl: Entry | None = None
     golden: Entry | None = None
     script: str | None = None  # relative path of the script
+    sys_path: list[str] = field(default_factory=list)  # folders (relative) the job puts on sys.path first
 
     @property
     def python_files(self) -> list[str]:
@@ -51,9 +52,14 @@ def load(path: Path, workdir: Path) -> Submission:
         raise SubmissionError(f"{path}: no such file or folder")
     if path.is_file() and is_archive(path):
         unpacked = unpack(path, workdir / "unpacked")
-        return _load_package(_single_top_dir(unpacked), fallback_name=_archive_stem(path))
+        top = _single_top_dir(unpacked)
+        if not (top / CASE_FILE).is_file():  # a bundle packed from a checkout (runtime.discover.pack)
+            return _single_operator(top)
+        return _load_package(top, fallback_name=_archive_stem(path))
     if path.is_file() and path.suffix == ".py":
-        return _load_script(path)
+        return load_script(path)
+    if path.is_dir() and not (path / CASE_FILE).is_file():
+        return _single_operator(path)
     if path.is_dir():
         return _load_package(path, fallback_name=path.resolve().name)
     raise SubmissionError(f"{path}: expected an operator package (folder, .zip, .tar.gz) or a .py script")
@@ -109,13 +115,13 @@ def _digest(root: Path, files: list[str]) -> str:
     return h.hexdigest()
 
 
-def _load_script(path: Path) -> Submission:
+def load_script(path: Path, root: Path | None = None, files: list[str] | None = None) -> Submission:
     """A script alone, or with what it imports from its checkout when it walks up to `src/` (docs/realops.md §3)."""
     path = path.resolve()
-    root = imports.tree_root(path)
+    root = root or imports.tree_root(path)
     if root is None:
         root, files = path.parent, [path.name]
-    else:
+    elif files is None:
         files = script_files(root, path)
     return Submission(
         kind="script",
@@ -124,6 +130,41 @@ def _load_script(path: Path) -> Submission:
         sha256=_digest(root, files),
         files=files,
         script=path.relative_to(root).as_posix(),
+    )
+
+
+def _single_operator(folder: Path) -> Submission:
+    """A folder without test_cases.json at its top: a checkout (or a bundle of one) holding one operator."""
+    from runtime import discover
+
+    found = discover.discover(folder)
+    runnable = [op for op in found if op.route != "none"]
+    if len(runnable) == 1:
+        return discover.load(folder, runnable[0])
+    if not found:
+        raise SubmissionError(f"{folder.name}: missing {CASE_FILE} (an operator package needs it), and no operator "
+                              "found under it (docs/realops.md §5)")
+    if not runnable:
+        raise SubmissionError(f"{folder.name}: no runnable operator: {found[0].name}: {found[0].problem}")
+    raise SubmissionError(f"{folder.name}: a checkout with {len(runnable)} operators "
+                          f"({', '.join(op.name for op in runnable)}); choose with --op NAME, or --list them")
+
+
+def package_submission(root: Path, folder: str, files: list[str], impl: str, golden: str,
+                       sys_path: list[str]) -> Submission:
+    """A gym test folder (test_cases.json, golden) driving the wrapper of a kernel elsewhere in the checkout."""
+    case_file = load_case_file(root / folder / CASE_FILE, default_name=Path(folder).name)
+    return Submission(
+        kind="package",
+        name=case_file.op_name,
+        root=root,
+        sha256=_digest(root, files),
+        files=files,
+        case_file=case_file,
+        impl=_resolve_entry(root, [impl], case_file.impl, "_impl.py", f"{case_file.op_name}_wrapper", "_wrapper"),
+        golden=_resolve_entry(root, [golden], case_file.golden, "_golden.py", f"{case_file.op_name}_golden",
+                              "_golden"),
+        sys_path=sys_path,
     )
 
 
@@ -188,7 +229,25 @@ def _resolve_entry(root: Path, files: list[str], explicit: str | None, file_suff
         return Entry(rel, exact[0])
     if len(suffixed) == 1:
         return Entry(rel, suffixed[0])
-    raise SubmissionError(f"{rel}: missing function '{wanted}'")
+    callers = jit_callers(root / rel) if func_suffix == "_wrapper" else []
+    if len(callers) == 1:  # the wrapper may be named anything: the function that calls the jit kernel
+        return Entry(rel, callers[0])
+    if callers:
+        raise SubmissionError(f"{rel}: several functions call a jit kernel ({', '.join(callers)}); name the wrapper "
+                              f"in {CASE_FILE} as \"impl\": \"{rel}:function\"")
+    raise SubmissionError(f"{rel}: missing function '{wanted}' (or a function calling a jit kernel)")
+
+
+def jit_callers(path: Path) -> list[str]:
+    """Top-level functions that call a `@...jit`-decorated function of the same file (docs/realops.md §7)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError, OSError):
+        return []
+    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    kernels = {f.name for f in functions if any("jit" in ast.unparse(d) for d in f.decorator_list)}
+    return [f.name for f in functions if f.name not in kernels and any(
+        isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in kernels for c in ast.walk(f))]
 
 
 def _top_level_functions(path: Path) -> set[str] | None:

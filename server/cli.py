@@ -10,6 +10,8 @@ import argparse
 import importlib
 import sys
 
+from runtime import cli_help
+
 # (command, module): runtime commands first, then the service's.
 COMMANDS = (
     ("run", "runtime.cli"),
@@ -39,7 +41,11 @@ def _register_runtime(sub: argparse._SubParsersAction, name: str) -> None:  # ty
 
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="crosscheck", description="PTO Crosscheck: verify PyPTO kernels")
+    from runtime import cli
+
+    parser = argparse.ArgumentParser(prog="crosscheck", description="PTO Crosscheck: verify PyPTO kernels",
+                                     epilog=cli.EXIT_CODES_HELP + " (run, submit and ci)")
+    cli.add_version(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     wanted = argv[0] if argv and not argv[0].startswith("-") else None
     for name, module in COMMANDS:
@@ -55,6 +61,7 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
             if exc.name != module:
                 raise
             sub.add_parser(name, help="(not available in this install)")
+    cli_help.apply(parser)
     return parser
 
 

@@ -1,6 +1,7 @@
 """The composition root: settings, database, blobs, queue, routers, dashboard and sweeper.
 
-`app = create_app()` is what uvicorn serves; tests call `create_app(settings)`.
+Nothing is built at import: the serving process calls the factory (`uvicorn --factory
+server.main:create_app`, as `crosscheck api` and `crosscheck up` do); tests call `create_app(settings)`.
 """
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ TAGS = [
     {"name": "ingest", "description": "Results produced outside the queue (runtime JSON, pytest JUnit), with provenance."},
     {"name": "exports", "description": "CSV downloads of the operator, case and suite-run tables."},
     {"name": "internal", "description": "Worker-facing endpoints (scope worker)."},
+    {"name": "audit", "description": "Who submitted, cancelled, retried, changed tokens or removed workers (scope admin)."},
     {"name": "operations", "description": "Health, readiness and Prometheus metrics (no token)."},
 ]
 
@@ -101,5 +103,3 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         app.openapi_schema = schema
     return app.openapi_schema
 
-
-app = create_app()

@@ -14,7 +14,7 @@ EXAMPLES = REPO / "examples"
 def calculator_cache() -> Path:
     """The calculator, built once per machine (about a minute) into the user cache."""
     from runtime import calculator
-    from runtime.cli import default_cache_dir
+    from runtime.calculator import default_cache_dir
 
     cache = Path(os.environ.get("CROSSCHECK_CACHE_DIR") or default_cache_dir())
     ready, _ = calculator.status(cache)

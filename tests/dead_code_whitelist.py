@@ -15,11 +15,13 @@ _.openapi  # FastAPI calls app.openapi() (server/main.py)
 
 # Serialized as JSON fields (dataclasses.asdict, pydantic response models, SQLAlchemy columns).
 _.schema_version  # runtime/report.py
+_.found_by  # runtime/skew.py, in the report's version_skew
 _.bus_id, _.power_w, _.temp_c, _.aicore_pct, _.memory_mb, _.hbm_mb  # runtime/npu_smi.py card fields
 _.mismatch_ratio, _.inf_count, _.output_abs_max, _.golden_abs_max, _.shape_match, _.dtype_match  # case_results
 _.last_status_code, _.last_error, _.delivered_at  # webhook deliveries
 _.size_bytes, _.webhook_configured, _.latest_run, _.not_reused, _.release  # API response fields
 _.first_job_id, _.graph_max_abs_diff_min, _.utilization_min  # server/schemas/operator.py (history)
+_.next_before, _.removed  # server/schemas/audit.py, server/schemas/worker.py
 
 # Read by Jinja templates (web/templates/).
 _.y_label, _.x_ticks, _.span_us  # _charts.html
@@ -35,3 +37,7 @@ _.starts  # worker/warm.py: how many warm parents a holder started (tests/worker
 
 # Not read yet: runtime/jobfiles.py Entry records them; the hardening issue reworks that module.
 _.mtime, _.ctime
+_.tmp_bytes  # runtime/sandbox.py JobLimits: declared, not enforced anywhere yet (the hardening issue)
+
+# Read by argparse when it formats --help (runtime/cli_help.py sets it on every subparser).
+_.formatter_class

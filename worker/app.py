@@ -1,4 +1,4 @@
-"""The Celery app (`celery -A worker.app worker -Q sim`), configured from server.config.Settings.
+"""The Celery app (`celery -A worker.app worker -Q sim`), configured from worker.config.WorkerSettings.
 
 The broker is not our source of truth (docs/platform.md §1: a SIGKILLed worker's message is never
 redelivered by the SQLite transport, and only after the visibility timeout by Redis). Job state
@@ -11,7 +11,7 @@ from celery import Celery
 from kombu import Queue
 
 from jobqueue import QUEUES, SQLA_PREFIX, TASK_RUN_JOB, configure_sqlite_transport
-from server.config import Settings, get_settings
+from worker.config import WorkerSettings, get_settings
 from worker.capabilities import host_modes
 
 # Redis redelivers an unacked message after this long, so it must exceed the longest job (a job
@@ -23,7 +23,7 @@ REDIS_UNACKED_RESTORE_INTERVAL_S = 10
 REDIS_UNACKED_RESTORE_THROTTLE = 1
 
 
-def create_app(settings: Settings | None = None) -> Celery:
+def create_app(settings: WorkerSettings | None = None) -> Celery:
     settings = settings or get_settings()
     broker = settings.resolved_broker_url
     app = Celery("crosscheck", broker=broker, include=["worker.tasks"])

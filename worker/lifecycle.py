@@ -9,29 +9,40 @@
 from __future__ import annotations
 
 import logging
+import os
 import socket
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from celery import signals
 
-from runtime.cli import default_cache_dir
-from server.config import Settings, get_settings
+from runtime.npu_probe import NpuHost
 from worker.capabilities import CalculatorBuild, capabilities, check_queues, probe_npu
 from worker.card_health import CardLedger
 from worker.card_pool import CardPool
 from worker.client import ApiClient
+from worker.config import WorkerSettings, get_settings
 from worker.heartbeat import Ticker
 from worker.jobs import WorkerContext
 
 log = logging.getLogger(__name__)
 
+
+
+@dataclass
+class MainProcess:
+    """What the worker's main process keeps between Celery's signals."""
+    hostname: str = ""
+    queues: list[str] = field(default_factory=list)
+    npu: NpuHost | None = None  # the start-up probe's cards (None: not an NPU worker)
+    build: CalculatorBuild | None = None
+    api: ApiClient | None = None
+    ticker: Ticker | None = None
+
+
 _ctx: WorkerContext | None = None  # this pool process's
-_main: dict[str, Any] = {}  # the main process's ticker and calculator build
-
-
-def cache_dir(settings: Settings) -> Path:
-    return Path(settings.cache_dir) if settings.cache_dir else default_cache_dir()
+_main_process = MainProcess()
 
 
 def _queues(option: Any) -> list[str]:
@@ -56,27 +67,25 @@ def _make_context(hostname: str) -> WorkerContext:
     pool, ledger = npu_cards(settings)
     return WorkerContext(
         api=ApiClient(settings.api_url, settings.worker_token), name=hostname,
-        cache_dir=cache_dir(settings), heartbeat_s=settings.job_heartbeat_s, cards=pool, ledger=ledger,
+        cache_dir=settings.resolved_cache_dir, heartbeat_s=settings.job_heartbeat_s, cards=pool, ledger=ledger,
         parallel=max(1, settings.case_parallel), hide_paths=service_paths(settings),
     )
 
 
-def service_paths(settings: Settings) -> list[Path]:
-    """The service's files no job may see (its mount namespace covers them, docs/SECURITY.md):
-    the data dir (databases, broker, logs), the bundles, the NPU card state and a SQLite database."""
-    paths = [settings.data_dir.resolve(), settings.resolved_blob_dir, settings.resolved_npu_state_dir]
-    url = settings.resolved_database_url
-    if url.startswith("sqlite:///"):
-        paths.append(Path(url.removeprefix("sqlite:///")).resolve())
-    return paths
+def service_paths(settings: WorkerSettings) -> list[Path]:
+    """The service's files no job may see (its mount namespace covers them, docs/SECURITY.md): the
+    data dir (on a single host also the server's databases, bundles and logs), the NPU card state,
+    and HIDE_FROM_JOBS (e.g. a BLOB_DIR outside the data dir)."""
+    paths = [settings.data_dir.resolve(), settings.resolved_npu_state_dir]
+    return paths + [Path(p).resolve() for p in settings.hide_from_jobs.split(os.pathsep) if p.strip()]
 
 
-def npu_cards(settings: Settings) -> tuple[CardPool | None, CardLedger | None]:
+def npu_cards(settings: WorkerSettings) -> tuple[CardPool | None, CardLedger | None]:
     """This host's card pool and health ledger, when the start-up probe found usable cards.
 
     Both live in files under NPU_STATE_DIR, shared by the pool processes (and kept across restarts).
     """
-    npu = _main.get("npu")
+    npu = _main_process.npu
     if npu is None or not npu.usable:
         return None, None
     state = settings.resolved_npu_state_dir
@@ -86,21 +95,21 @@ def npu_cards(settings: Settings) -> tuple[CardPool | None, CardLedger | None]:
 
 @signals.celeryd_init.connect
 def _on_celeryd_init(sender: str, options: dict[str, Any] | None = None, **_: Any) -> None:
-    queues = _queues((options or {}).get("queues"))
-    _main["queues"] = queues
-    _main["hostname"] = sender
-    modes = [q.partition(".")[0] for q in queues]
-    _main["npu"] = probe_npu(modes, get_settings().allowed_npu_devices)
-    check_queues(modes, _main["npu"])  # raises NoNpuHost (a SystemExit) naming what is missing
-    if _main["npu"] is not None:
-        log.info("worker.npu cards=%s test_double=%s", _main["npu"].usable, _main["npu"].test_double)
+    main = _main_process
+    main.queues = _queues((options or {}).get("queues"))
+    main.hostname = sender
+    modes = [q.partition(".")[0] for q in main.queues]
+    main.npu = probe_npu(modes, get_settings().allowed_npu_devices)
+    check_queues(modes, main.npu)  # raises NoNpuHost (a SystemExit) naming what is missing
+    if main.npu is not None:
+        log.info("worker.npu cards=%s test_double=%s", main.npu.usable, main.npu.test_double)
 
 
 @signals.worker_process_init.connect
 def _on_process_init(**_: Any) -> None:
     global _ctx
-    _ctx = _make_context(_main.get("hostname") or socket.gethostname())
-    queues = _main.get("queues") or ["sim"]
+    _ctx = _make_context(_main_process.hostname or socket.gethostname())
+    queues = _main_process.queues or ["sim"]
     _ctx.warm(queues[0]).prestart()  # the first queue's mode; others start with their first job
 
 
@@ -131,19 +140,19 @@ def _jobs_done() -> int:
 @signals.worker_ready.connect
 def _on_ready(sender: Any, **_: Any) -> None:
     settings = get_settings()
-    build = CalculatorBuild(cache_dir(settings))
+    build = CalculatorBuild(settings.resolved_cache_dir)
     try:
         build.ensure()
     except Exception:  # noqa: BLE001 - jobs still run; graph verify says it is unavailable
         log.exception("calculator.build_not_started")
     api = ApiClient(settings.api_url, settings.worker_token)
-    name = getattr(sender, "hostname", None) or _main.get("hostname") or socket.gethostname()
-    queues = sorted(sender.app.amqp.queues.consume_from) if hasattr(sender, "app") else _main.get("queues", [])
+    name = getattr(sender, "hostname", None) or _main_process.hostname or socket.gethostname()
+    queues = sorted(sender.app.amqp.queues.consume_from) if hasattr(sender, "app") else _main_process.queues
 
     pool, ledger = npu_cards(settings)
 
     def beat() -> None:
-        caps = capabilities(build.state(), _main.get("npu"), pool, ledger)
+        caps = capabilities(build.state(), _main_process.npu, pool, ledger)
         answer = api.worker_heartbeat({"name": name, "host": socket.gethostname(), "queues": queues,
                                        "capabilities": caps, "current_job_id": _current_job_id(),
                                        "jobs_done": _jobs_done()})
@@ -152,13 +161,16 @@ def _on_ready(sender: Any, **_: Any) -> None:
             for card in ledger.apply_releases(releases):
                 log.info("npu.card_released card=%s", card)
 
-    _main.update(build=build, api=api, ticker=Ticker("worker-heartbeat", settings.job_heartbeat_s, beat).start())
+    _main_process.build, _main_process.api = build, api
+    _main_process.ticker = Ticker("worker-heartbeat", settings.job_heartbeat_s, beat).start()
     log.info("worker.ready name=%s queues=%s", name, ",".join(queues))
 
 
 @signals.worker_shutdown.connect
 def _on_shutdown(**_: Any) -> None:
-    ticker, build, api = _main.pop("ticker", None), _main.pop("build", None), _main.pop("api", None)
+    main = _main_process
+    ticker, build, api = main.ticker, main.build, main.api
+    main.ticker = main.build = main.api = None
     if ticker is not None:
         ticker.stop()
     if build is not None:

@@ -1,4 +1,4 @@
-"""Request dependencies: the session (the one commit point), settings, blobs, the producer.
+"""Request dependencies: the session (the one commit point), settings, blobs, the producer, a submission.
 
 The app keeps its settings, sessionmaker, blob store and producer on `app.state` (see
 server.main.create_app), so a test app and the real one never share globals.
@@ -16,6 +16,8 @@ from server.config import Settings
 from server.db import session_scope
 from server.models import Job
 from server.queue import Producer
+from server.services import submission_body
+from server.services.submissions import NewSubmission
 
 AFTER_COMMIT = "crosscheck.after_commit"
 
@@ -57,7 +59,13 @@ def get_producer(request: Request) -> Producer:
     return request.app.state.producer  # type: ignore[no-any-return]
 
 
+async def get_new_submission(request: Request, settings: Annotated[Settings, Depends(get_settings)]) -> NewSubmission:
+    """The submission a request's body carries (multipart upload or JSON files)."""
+    return await submission_body.read(request, settings)
+
+
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 BlobsDep = Annotated[BlobStore, Depends(get_blobs)]
 ProducerDep = Annotated[Producer, Depends(get_producer)]
+NewSubmissionDep = Annotated[NewSubmission, Depends(get_new_submission)]

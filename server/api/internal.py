@@ -15,8 +15,9 @@ from starlette.datastructures import FormData
 
 from server.api.deps import BlobsDep, SessionDep, SettingsDep
 from server.auth import WorkerCaller
-from server.errors import InvalidInput, NotFound
-from server.models import Submission
+from server.errors import InvalidInput, NotFound, PermissionDenied
+from server.models import Submission, Worker
+from server.models.job import RUNNING
 from server.schemas.common import ErrorRead
 from server.schemas.internal import (
     ClaimCreate,
@@ -27,7 +28,7 @@ from server.schemas.internal import (
     JobHeartbeatRead,
     ResultRead,
 )
-from server.services import artifacts, jobs
+from server.services import artifacts, jobs, workers
 
 router = APIRouter(prefix="/internal/jobs", tags=["internal"])
 CONFLICT: dict[int | str, dict[str, Any]] = {404: {"model": ErrorRead}, 409: {"model": ErrorRead}}
@@ -39,7 +40,10 @@ MAX_REPORT_BYTES = 64 * 1024 * 1024  # a report with every case's log tails; tex
 def claim_job(job_id: int, body: ClaimCreate, caller: WorkerCaller, session: SessionDep,
               settings: SettingsDep) -> ClaimRead:
     """Compare-and-set queued -> running for this attempt; 409 when someone else has it or it is gone."""
-    job = jobs.claim_job(session, job_id, body.worker, body.attempt)
+    known = session.get(Worker, body.worker)
+    if known is not None:
+        workers.check_binding(session, known, caller.token_id, settings.job_heartbeat_s)
+    job = jobs.claim_job(session, job_id, body.worker, body.attempt, caller.token_id)
     sub = session.get(Submission, job.submission_id)
     if sub is None:
         raise NotFound(f"job {job_id} has no submission")
@@ -52,10 +56,15 @@ def claim_job(job_id: int, body: ClaimCreate, caller: WorkerCaller, session: Ses
 
 
 @router.get("/{job_id}/bundle", summary="Download the job's bundle", response_class=FileResponse,
-            responses={200: {"content": {"application/octet-stream": {}}}, 404: {"model": ErrorRead}})
+            responses={200: {"content": {"application/octet-stream": {}}}, 403: {"model": ErrorRead},
+                       404: {"model": ErrorRead}})
 def download_bundle(job_id: int, caller: WorkerCaller, session: SessionDep, blobs: BlobsDep) -> FileResponse:
-    """The submitted package or script, byte for byte; its name is in X-Filename."""
-    sub = session.get(Submission, jobs.get(session, job_id).submission_id)
+    """The submitted package or script, byte for byte; its name is in X-Filename. Only for the running
+    attempt's claimant (an admin token may read any)."""
+    job = jobs.get(session, job_id)
+    if not caller.allows("admin") and (job.status != RUNNING or job.claim_token_id not in (None, caller.token_id)):
+        raise PermissionDenied(f"job {job_id} is not running under a claim of this token")
+    sub = session.get(Submission, job.submission_id)
     if sub is None or not blobs.path(sub.blob_path).is_file():
         raise NotFound(f"the bundle of job {job_id} is missing")
     return FileResponse(blobs.path(sub.blob_path), media_type="application/octet-stream",
@@ -67,6 +76,7 @@ def download_bundle(job_id: int, caller: WorkerCaller, session: SessionDep, blob
 def job_heartbeat(job_id: int, body: JobHeartbeatCreate, caller: WorkerCaller, session: SessionDep) -> JobHeartbeatRead:
     """Record liveness and progress; answers whether a cancel was requested."""
     job = jobs.running_attempt(session, job_id, body.attempt)
+    jobs.check_claimant(job, body.attempt, caller.token_id)
     return JobHeartbeatRead(cancel_requested=jobs.heartbeat(session, job, body.progress))
 
 
@@ -137,8 +147,10 @@ RESULT_SCHEMA: dict[str, Any] = {
                                             "content": {"multipart/form-data": {"schema": RESULT_SCHEMA}}}})
 def store_result(job_id: int, caller: WorkerCaller, session: SessionDep, blobs: BlobsDep,
                  upload: Annotated[ResultUpload, Depends(parse_result)]) -> ResultRead:
-    """Idempotent per job and attempt: a duplicate or stale delivery answers stored=false."""
+    """Idempotent per job and attempt: a duplicate or stale delivery answers stored=false; 403 when
+    another token claimed the running attempt."""
     job = jobs.get(session, job_id)
+    jobs.check_claimant(job, upload.attempt, caller.token_id)
     stored = artifacts.store_result(session, blobs, job, upload.attempt, upload.report, upload.error,
                                     upload.cancelled, upload.artifacts, upload.timed_out)
     return ResultRead(stored=stored)

@@ -13,7 +13,7 @@ from server.errors import NotFound
 from server.models import Job, Operator
 from server.schemas.common import ErrorRead
 from server.schemas.job import ArtifactList, ArtifactRead, CaseLogs, JobList, JobLogs, JobRead, JobTimings
-from server.services import artifacts, jobs, queries
+from server.services import artifacts, audit, jobs, queries
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorRead}}
@@ -87,6 +87,7 @@ def download_artifact(job_id: int, path: str, caller: ReadCaller, session: Sessi
 def cancel_job(job_id: int, caller: SubmitCaller, session: SessionDep) -> JobRead:
     """A queued job is cancelled at once; a running one stops between cases."""
     job = jobs.cancel(session, jobs.get(session, job_id))
+    audit.record(session, caller.name, audit.CANCEL, f"job {job_id}", caller.token_id)
     return job_read(session, job)
 
 
@@ -94,5 +95,6 @@ def cancel_job(job_id: int, caller: SubmitCaller, session: SessionDep) -> JobRea
 def retry_job(job_id: int, caller: SubmitCaller, session: SessionDep, producer: ProducerDep) -> JobRead:
     """A new attempt of a finished job, enqueued after commit."""
     job = jobs.retry(session, jobs.get(session, job_id))
+    audit.record(session, caller.name, audit.RETRY, f"job {job_id}", caller.token_id, attempt=job.attempts)
     enqueue_after_commit(session, producer, job)
     return job_read(session, job)

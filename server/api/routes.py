@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from server.api import cases, exports, ingest, internal, jobs, operators, submissions, suites, workers
+from server.api import audit, cases, exports, ingest, internal, jobs, operators, submissions, suites, workers
 
 API_PREFIX = "/api/v1"
 
@@ -16,4 +16,5 @@ def api_router() -> APIRouter:
     router.include_router(suites.runs)
     router.include_router(ingest.router)
     router.include_router(exports.router)
+    router.include_router(audit.router)
     return router

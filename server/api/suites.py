@@ -5,18 +5,18 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from fastapi import APIRouter, Depends, Query, Request, Response, status
+from fastapi import APIRouter, Query, Request, Response, status
 from sqlalchemy.orm import Session
 
 from runtime.modes import Mode
 from server.api.deps import (
     BlobsDep,
+    NewSubmissionDep,
     ProducerDep,
     SessionDep,
     SettingsDep,
     enqueue_after_commit,
 )
-from server.api.submissions import parse_submission
 from server.auth import AdminCaller, ReadCaller, SubmitCaller
 from server.config import Settings
 from server.errors import InvalidInput
@@ -38,7 +38,7 @@ from server.schemas.suite import (
     WebhookDeliveryList,
     WebhookDeliveryRead,
 )
-from server.services import submissions, suite_queries, suite_runs, suite_submit
+from server.services import suite_queries, suite_runs, suite_submit
 
 suites = APIRouter(prefix="/suites", tags=["suite runs"])
 runs = APIRouter(prefix="/suite-runs", tags=["suite runs"])
@@ -136,7 +136,7 @@ def read_run(run_id: int, request: Request, caller: ReadCaller, session: Session
                       **NOT_FOUND, 409: {"model": ErrorRead}, 413: {"model": ErrorRead}, 422: {"model": ErrorRead}})
 def submit_operator(run_id: int, response: Response, caller: SubmitCaller, session: SessionDep,
                     settings: SettingsDep, blobs: BlobsDep, producer: ProducerDep,
-                    new: Annotated[submissions.NewSubmission, Depends(parse_submission)]) -> OperatorAccepted:
+                    new: NewSubmissionDep) -> OperatorAccepted:
     """The same body as POST /submissions; modes default to the run's."""
     run = suite_runs.get_run(session, run_id)
     new.submitted_by = caller.name

@@ -6,8 +6,8 @@ from fastapi import APIRouter
 from server.api.deps import SessionDep, SettingsDep
 from server.auth import AdminCaller, ReadCaller, WorkerCaller
 from server.schemas.common import ErrorRead
-from server.schemas.worker import CardReleaseRead, WorkerHeartbeat, WorkerList, WorkerRead
-from server.services import queries, workers
+from server.schemas.worker import CardReleaseRead, WorkerHeartbeat, WorkerList, WorkerRead, WorkerRemoved
+from server.services import audit, queries, workers
 
 router = APIRouter(prefix="/workers", tags=["workers"])
 
@@ -20,11 +20,14 @@ def list_workers(caller: ReadCaller, session: SessionDep, settings: SettingsDep)
     return WorkerList(items=items)
 
 
-@router.post("/heartbeat", response_model=WorkerRead, summary="A worker says it is alive")
-def worker_heartbeat(body: WorkerHeartbeat, caller: WorkerCaller, session: SessionDep) -> WorkerRead:
-    """Upsert the worker's row: host, queues, capabilities and current job."""
+@router.post("/heartbeat", response_model=WorkerRead, summary="A worker says it is alive",
+             responses={403: {"model": ErrorRead}})
+def worker_heartbeat(body: WorkerHeartbeat, caller: WorkerCaller, session: SessionDep,
+                     settings: SettingsDep) -> WorkerRead:
+    """Upsert the worker's row: host, queues, capabilities and current job; 403 when the name is an
+    online worker's that registered with another token."""
     worker = workers.heartbeat(session, body.name, body.host, body.queues, body.capabilities,
-                               body.current_job_id, body.jobs_done)
+                               body.current_job_id, body.jobs_done, caller.token_id, settings.job_heartbeat_s)
     return WorkerRead.model_validate(worker).model_copy(update={"online": True})
 
 
@@ -32,4 +35,15 @@ def worker_heartbeat(body: WorkerHeartbeat, caller: WorkerCaller, session: Sessi
              summary="Release a quarantined NPU card", responses={404: {"model": ErrorRead}, 409: {"model": ErrorRead}})
 def release_card(name: str, card: int, caller: AdminCaller, session: SessionDep) -> CardReleaseRead:
     """The worker takes the card back into its pool at its next heartbeat; 409 when it is not quarantined."""
-    return CardReleaseRead(worker=name, card=card, release=workers.release_card(session, name, card))
+    release = workers.release_card(session, name, card)
+    audit.record(session, caller.name, audit.CARD_RELEASE, f"worker {name}", caller.token_id, card=card)
+    return CardReleaseRead(worker=name, card=card, release=release)
+
+
+@router.delete("/{name}", response_model=WorkerRemoved, summary="Remove a stale worker",
+               responses={404: {"model": ErrorRead}, 409: {"model": ErrorRead}})
+def remove_worker(name: str, caller: AdminCaller, session: SessionDep, settings: SettingsDep) -> WorkerRemoved:
+    """Forget a worker that stopped sending heartbeats; 409 while it is online."""
+    workers.remove(session, name, settings.job_heartbeat_s)
+    audit.record(session, caller.name, audit.WORKER_REMOVE, f"worker {name}", caller.token_id)
+    return WorkerRemoved(removed=name)

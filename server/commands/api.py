@@ -14,9 +14,10 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("api", help="serve the API and the dashboard")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.add_argument("--host", default="127.0.0.1", help="address the API listens on")
+    parser.add_argument("--port", type=int, default=8000, help="port the API listens on")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
+                        help="how much the API logs")
     parser.set_defaults(func=run)
 
 
@@ -33,5 +34,5 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT)
-    uvicorn.run("server.main:app", host=args.host, port=args.port, log_level=args.log_level)
+    uvicorn.run("server.main:create_app", factory=True, host=args.host, port=args.port, log_level=args.log_level)
     return 0

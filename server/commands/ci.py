@@ -55,7 +55,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="exit 1 on: a regression against the previous run of the branch (default), any case "
                         "not acceptable for its mode, or never")
     p.add_argument("--no-reuse", action="store_true", help="run every operator, even unchanged ones")
-    p.add_argument("--timeout", type=float, default=None, metavar="S", help="give up waiting after S seconds (exit 3)")
+    p.add_argument("--wait-timeout", "--timeout", dest="timeout", type=float, default=None, metavar="S",
+                   help="give up waiting after S seconds (exit 3)")
     p.set_defaults(func=run)
 
 

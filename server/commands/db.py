@@ -14,9 +14,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("db", help="migrate the database schema")
     actions = parser.add_subparsers(dest="db_action", required=True, metavar="ACTION")
     up = actions.add_parser("upgrade", help="upgrade to a revision (default: head)")
-    up.add_argument("revision", nargs="?", default="head")
+    up.add_argument("revision", nargs="?", default="head", help="the Alembic revision to reach (default: head)")
     down = actions.add_parser("downgrade", help="downgrade to a revision ('base' empties the database)")
-    down.add_argument("revision")
+    down.add_argument("revision", help="the Alembic revision to go back to (base: an empty schema)")
     actions.add_parser("current", help="show the database's revision and the code's")
     compact = actions.add_parser("compact", help="thin case results older than the retention (safe while serving)")
     compact.add_argument("--days", type=_at_least_one, default=None,

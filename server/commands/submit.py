@@ -1,7 +1,8 @@
 """`crosscheck submit`: upload a submission to a server, optionally wait and print the verdicts.
 
-With --wait the output and exit code are those of `crosscheck run`: 0 when every case is
-acceptable for its mode, 1 otherwise, 2 when the input (or the server) is unusable.
+Exit codes (runtime/exit_codes.py), the same as `crosscheck run`: 0 every case acceptable for its
+mode, 1 a kernel defect, 2 unusable input (the server refused the upload, or the golden failed),
+3 infrastructure: no server, a job error, no online worker serves the mode, or --wait-timeout.
 """
 from __future__ import annotations
 
@@ -19,38 +20,51 @@ import httpx2 as httpx
 from rich.console import Console
 from rich.markup import escape
 
+from runtime import archive, exit_codes
 from runtime.modes import MODES
-from runtime import archive
 from server.commands import local
 
-EXIT_OK, EXIT_FAIL, EXIT_UNUSABLE = 0, 1, 2
 DEFAULT_SERVER = "http://127.0.0.1:8000"
 UPLOAD_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".py")
 SKIP_DIRS = {"__pycache__", ".git", "output", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 POLL_S = 1.0
 FINISHED = ("succeeded", "failed", "error", "cancelled", "timeout", "expired")
 TRANSIENT_TRIES = 5  # while waiting, ride out a server restart of a few seconds
+# A finished job's status in words: "failed" only means its verdicts are not acceptable.
+STATUS_WORDS = {"succeeded": "finished: every case acceptable",
+                "failed": "finished: the job ran; the kernel's verdicts are not acceptable",
+                "error": "error: the job could not run (infrastructure)",
+                "cancelled": "cancelled before it finished", "timeout": "stopped: the job ran past its time limit",
+                "expired": "expired: no online worker served its mode in time"}
+
+
+class Infrastructure(Exception):
+    """Exit code 3 with this message: no server, or nothing can run the job."""
 
 
 class Unusable(Exception):
-    """Exit code 2 with this message: bad input, a refused request, or no server."""
+    """Exit code 2 with this message: bad input or a refused request."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("submit", help="upload a submission to a PTO Crosscheck server")
+    p = sub.add_parser("submit", help="upload a submission to a PTO Crosscheck server",
+                       epilog="exit codes: 0 acceptable, 1 kernel defect, 2 unusable input, "
+                              "3 infrastructure or no capable worker")
     p.add_argument("path", type=Path, help="operator package (folder, .zip, .tar.gz) or a .py script")
-    p.add_argument("--server", default=os.environ.get("CROSSCHECK_SERVER", DEFAULT_SERVER),
+    p.add_argument("--server", default=os.environ.get("CROSSCHECK_SERVER", DEFAULT_SERVER), metavar="URL",
                    help=f"server URL (default: $CROSSCHECK_SERVER or {DEFAULT_SERVER})")
-    p.add_argument("--token", default=None,
+    p.add_argument("--token", default=None, metavar="TOKEN",
                    help="API token (default: $CROSSCHECK_TOKEN, else the admin token in $DATA_DIR/tokens.json)")
-    p.add_argument("--mode", action="append", choices=list(MODES), default=[], help="repeatable; default sim")
+    p.add_argument("--mode", action="append", choices=list(MODES), default=[],
+                   help="where the kernel runs (repeatable; default: sim)")
     p.add_argument("--case", action="append", default=[], metavar="ID", help="run only this case (repeatable)")
-    p.add_argument("--operator", default=None, help="operator name (default: the package's op_name)")
-    p.add_argument("--branch", default=None)
-    p.add_argument("--commit", default=None)
-    p.add_argument("--author", default=None)
+    p.add_argument("--operator", default=None, metavar="NAME", help="operator name (default: the package's op_name)")
+    p.add_argument("--branch", default=None, metavar="NAME", help="label: the branch the kernel comes from")
+    p.add_argument("--commit", default=None, metavar="SHA", help="label: the commit the kernel comes from")
+    p.add_argument("--author", default=None, metavar="NAME", help="label: who wrote the kernel")
     p.add_argument("--wait", action="store_true", help="wait for the jobs and print their reports")
-    p.add_argument("--timeout", type=float, default=None, metavar="S", help="give up waiting after S seconds")
+    p.add_argument("--wait-timeout", "--timeout", dest="wait_timeout", type=float, default=None, metavar="S",
+                   help="with --wait, give up waiting after S seconds, exit 3; the jobs go on (default: wait for ever)")
     p.add_argument("--json", type=Path, metavar="FILE", help="write the jobs (and reports) as JSON ('-': stdout)")
     p.set_defaults(func=run)
 
@@ -93,10 +107,13 @@ class Server:
                 if attempt + 1 < tries:
                     time.sleep(POLL_S * (attempt + 1))
                     continue
-                raise Unusable(f"cannot reach the server at {self.url}: {exc}") from None
+                raise Infrastructure(f"cannot reach the server at {self.url}: {exc}") from None
             if response.status_code >= 500 and attempt + 1 < tries:
                 time.sleep(POLL_S * (attempt + 1))
                 continue
+            if response.status_code >= 500:
+                raise Infrastructure(f"the server failed {method} {path} (HTTP {response.status_code}): "
+                                     f"{_detail(response)}")
             if response.status_code >= 400:
                 raise Unusable(f"the server refused {method} {path} (HTTP {response.status_code}): "
                                f"{_detail(response)}")
@@ -119,8 +136,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args, err)
     except Unusable as exc:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}")
-        return EXIT_UNUSABLE
+        err.print(f"[bold red]error:[/] unusable input: {escape(str(exc))}")
+        return exit_codes.UNUSABLE
+    except Infrastructure as exc:
+        err.print(f"[bold red]error:[/] infrastructure: {escape(str(exc))}")
+        return exit_codes.INFRA
 
 
 def _run(args: argparse.Namespace, err: Console) -> int:
@@ -141,10 +161,10 @@ def _run(args: argparse.Namespace, err: Console) -> int:
             f"job {j['id']} ({j['mode']})" for j in jobs))
         if not args.wait:
             _write_json(args.json, {"submission_id": accepted["submission_id"], "jobs": jobs})
-            return EXIT_OK
-        finished = _wait(server, [j["id"] for j in jobs], err, args.timeout)
+            return exit_codes.OK
+        finished = _wait(server, [j["id"] for j in jobs], err, args.wait_timeout)
         if finished is None:
-            return EXIT_FAIL
+            return exit_codes.INFRA
         return _report(server, accepted["submission_id"], finished, args.json)
 
 
@@ -162,11 +182,11 @@ def _state(job: dict[str, Any]) -> str:
             last = f", last {p.get('case')}: {p.get('verdict')}" if p.get("case") else ""
             return f"running case {min(int(p.get('done', 0)) + 1, int(p['total']))}/{p['total']}{last}"
         return f"running on {job.get('worker') or 'a worker'}"
-    return status
+    return STATUS_WORDS.get(status, status)
 
 
 def _wait(server: Server, ids: list[int], err: Console, timeout_s: float | None) -> list[dict[str, Any]] | None:
-    """Poll until every job finished; the jobs, or None after --timeout."""
+    """Poll until every job finished; the jobs, or None after --wait-timeout."""
     from rich.live import Live
     from rich.table import Table
 
@@ -198,13 +218,12 @@ def _wait(server: Server, ids: list[int], err: Console, timeout_s: float | None)
 
 
 def _report(server: Server, submission_id: int, jobs: list[dict[str, Any]], json_path: Path | None) -> int:
-    from runtime import verdicts
     from runtime.console import print_report
     from runtime.report import from_dict
 
     out = Console(stderr=json_path is not None and str(json_path) == "-")
     err = Console(stderr=True)
-    code = EXIT_OK
+    codes = []
     dump = []
     for job in jobs:
         report = None
@@ -212,20 +231,29 @@ def _report(server: Server, submission_id: int, jobs: list[dict[str, Any]], json
         if has_report:
             report = server.call("GET", f"/jobs/{job['id']}/report", tries=TRANSIENT_TRIES).json()
         dump.append({**job, "report": report})
+        code, words = _job_outcome(job, report)
+        codes.append(code)
         if report is not None:
             print_report(from_dict(report), out)
-            if not report.get("cases") or not all(verdicts.acceptable(c["verdict"], report["mode"])
-                                                  for c in report["cases"]):
-                code = max(code, EXIT_FAIL)
-        if job["status"] == "error":
-            err.print(f"[bold red]job {job['id']} ({job['mode']}): error:[/] {escape(job.get('error') or '')}")
-            code = EXIT_UNUSABLE
-        elif job["status"] in ("cancelled", "timeout"):
-            err.print(f"[bold red]job {job['id']} ({job['mode']}): {job['status']}[/]"
-                      + (f": {escape(job['error'])}" if job.get("error") else ""))
-            code = max(code, EXIT_FAIL)
+        colour = "bold green" if code == exit_codes.OK else "bold red"
+        err.print(f"[{colour}]job {job['id']} ({job['mode']}):[/] {escape(words)}", soft_wrap=True)
     _write_json(json_path, {"submission_id": submission_id, "jobs": dump})
-    return code
+    return exit_codes.combine(codes)
+
+
+def _job_outcome(job: dict[str, Any], report: dict[str, Any] | None) -> tuple[int, str]:
+    """(exit code, what happened in words) for one finished job."""
+    status = job["status"]
+    if status == "expired":
+        return exit_codes.INFRA, f"no online worker serves {job['mode']}: {job.get('error') or 'the job expired'}"
+    if status == "error":
+        return exit_codes.INFRA, "infrastructure: " + (job.get("error") or "the job could not run")
+    if report is not None and report.get("cases") and status in ("succeeded", "failed"):
+        return (exit_codes.of_cases(report["cases"], report["mode"]),
+                exit_codes.summary(report["cases"], report["mode"]))
+    if status in ("cancelled", "timeout"):
+        return exit_codes.INFRA, STATUS_WORDS[status] + (f": {job['error']}" if job.get("error") else "")
+    return exit_codes.UNUSABLE, "no case was judged" + (f": {job['error']}" if job.get("error") else "")
 
 
 def _write_json(path: Path | None, data: dict[str, Any]) -> None:

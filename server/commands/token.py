@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         help="repeatable: read, submit (implies read), worker, admin (implies all)")
     actions.add_parser("list", help="list tokens (never their secrets)")
     revoke = actions.add_parser("revoke", help="revoke a token by id")
-    revoke.add_argument("id", type=int)
+    revoke.add_argument("id", type=int, help="the token's number, as `crosscheck token list` shows it")
     parser.set_defaults(func=run)
 
 

@@ -67,7 +67,7 @@ class Child:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("up", help="run the API and a SIM worker on this machine")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--port", type=int, default=8000, help="port the API listens on")
     p.add_argument("--host", default="127.0.0.1", help="address the API listens on")
     p.add_argument("--data-dir", type=Path, default=None,
                    help="database, broker, blobs and tokens.json (default: $DATA_DIR or ./crosscheck-data)")
@@ -120,7 +120,7 @@ def _ready(url: str) -> bool:
 
 
 def _api_command(host: str, port: int) -> list[str]:
-    return [sys.executable, "-m", "uvicorn", "server.main:app", "--host", host, "--port", str(port),
+    return [sys.executable, "-m", "uvicorn", "--factory", "server.main:create_app", "--host", host, "--port", str(port),
             "--log-level", "info"]
 
 

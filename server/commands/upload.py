@@ -43,7 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--metrics", type=Path, default=None, metavar="FILE",
                    help="JUnit only: JSON sidecar with the environment fingerprint and per-test diffs")
     p.add_argument("--operator", default=None, help="JUnit only: the operator of every testcase")
-    p.add_argument("--server", default=os.environ.get("CROSSCHECK_SERVER", DEFAULT_SERVER))
+    p.add_argument("--server", default=os.environ.get("CROSSCHECK_SERVER", DEFAULT_SERVER), metavar="URL",
+                   help=f"server URL (default: $CROSSCHECK_SERVER or {DEFAULT_SERVER})")
     p.add_argument("--token", default=None, help="API token with the submit scope (default: $CROSSCHECK_TOKEN)")
     p.set_defaults(func=run)
 

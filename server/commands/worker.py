@@ -15,15 +15,16 @@ from server.commands import local
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("worker", help="run a worker that verifies queued jobs")
-    p.add_argument("--queue", action="append", choices=QUEUES, default=[], metavar="sim|npu",
+    p.add_argument("--queue", action="append", choices=QUEUES, default=[],
                    help="queue to consume (repeatable; default: sim)")
     p.add_argument("--queues", default=None, metavar="LIST", help="the same as a comma list, e.g. sim,npu")
     p.add_argument("--devices", default=None, metavar="IDS",
                    help="NPU cards this worker may use, e.g. 0-7 or 0,1 (sets NPU_DEVICES; default: all)")
     p.add_argument("--concurrency", type=int, default=None, metavar="N",
                    help="jobs at a time, one warm parent each (default: 1; an npu worker: one per card)")
-    p.add_argument("--name", default=None, help="worker name (default: <queues>@<host>)")
-    p.add_argument("--loglevel", default="INFO")
+    p.add_argument("--name", default=None, metavar="NAME", help="worker name (default: <queues>@<host>)")
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
+                   help="how much the worker logs")
     p.set_defaults(func=run)
 
 
@@ -108,5 +109,5 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     # A session of its own: a terminal's Ctrl-C reaches Celery once, through us, not twice.
-    proc = local.start(celery_command(queues, concurrency, args.name, args.loglevel), env)
+    proc = local.start(celery_command(queues, concurrency, args.name, args.log_level.upper()), env)
     return local.wait_forwarding_signals(proc)

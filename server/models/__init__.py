@@ -1,4 +1,5 @@
 """All ORM models; import from here so Alembic and the app see every table."""
+from server.models.audit import AuditEvent
 from server.models.base import Base
 from server.models.case_day import CaseDay
 from server.models.case_result import CaseResult
@@ -11,5 +12,5 @@ from server.models.token import ApiToken
 from server.models.webhook import WebhookDelivery
 from server.models.worker import Worker
 
-__all__ = ["ApiToken", "Base", "CaseDay", "CaseResult", "CaseState", "Job", "Operator", "Submission", "Suite", "SuiteRun",
+__all__ = ["ApiToken", "AuditEvent", "Base", "CaseDay", "CaseResult", "CaseState", "Job", "Operator", "Submission", "Suite", "SuiteRun",
            "SuiteRunResult", "WebhookDelivery", "Worker"]

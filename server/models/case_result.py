@@ -19,12 +19,16 @@ class CaseResult(Base):
         Index("ix_case_results_mode_id", "mode", "id"),
         Index("ix_case_results_created_at", "created_at"),
         Index("ix_case_results_reuse_key_id", "reuse_key", "id"),
+        # A job's results with what its history point and commit row need: index-only reads of a run
+        # at 10M rows (docs/history.md §1); the leading job_id also serves the jobs foreign key.
+        Index("ix_case_results_job_values", "job_id", "mode", "verdict", "max_abs_diff", "graph_max_abs_diff", "atol",
+              "rtol", "aicore_time_us", "utilization", "commit", "branch"),
         # One operator's results in id order: commit history and `crosscheck db compact`.
         Index("ix_case_results_operator_id_id", "operator_id", "id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
     operator_id: Mapped[int] = mapped_column(ForeignKey("operators.id", ondelete="CASCADE"))
     operator: Mapped[str] = mapped_column(String(200))
     case: Mapped[str] = mapped_column(String(200))
@@ -66,6 +70,7 @@ class CaseResult(Base):
     # Provenance (server/services/provenance.py): a worker and its card, or an upload and its token.
     source: Mapped[str] = mapped_column(String(16), default="worker")
     source_name: Mapped[str] = mapped_column(String(200), default="")
+    token_id: Mapped[int | None] = mapped_column(Integer)  # the token that posted it (a worker's or an upload's)
     device: Mapped[str | None] = mapped_column(String(64))
     verified: Mapped[bool] = mapped_column(Boolean, default=True)
     content_sha256: Mapped[str | None] = mapped_column(String(64))

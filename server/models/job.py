@@ -34,6 +34,7 @@ class Job(Base):
     status: Mapped[str] = mapped_column(String(16), default=QUEUED, index=True)
     attempts: Mapped[int] = mapped_column(Integer, default=1)
     worker: Mapped[str | None] = mapped_column(String(200))
+    claim_token_id: Mapped[int | None] = mapped_column(Integer)  # the worker token that claimed this attempt
     env_fingerprint: Mapped[dict[str, Any]] = mapped_column(default=dict)
     progress: Mapped[dict[str, Any]] = mapped_column(default=dict)
     summary: Mapped[dict[str, Any]] = mapped_column(default=dict)

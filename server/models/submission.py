@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, String
+from sqlalchemy import ForeignKey, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from server.models.base import Base, utcnow
@@ -12,6 +12,7 @@ from server.models.base import Base, utcnow
 
 class Submission(Base):
     __tablename__ = "submissions"
+    __table_args__ = (UniqueConstraint("token_id", "idempotency_key", name="uq_submissions_token_id_idempotency_key"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     operator: Mapped[str] = mapped_column(String(200), index=True)
@@ -26,6 +27,9 @@ class Submission(Base):
     commit: Mapped[str | None] = mapped_column(String(100))
     author: Mapped[str | None] = mapped_column(String(200), index=True)
     suite_run_id: Mapped[int | None] = mapped_column(ForeignKey("suite_runs.id", ondelete="SET NULL"))
-    idempotency_key: Mapped[str | None] = mapped_column(String(200), unique=True)
+    # An Idempotency-Key is the caller's: unique per token, and a replay must repeat the request.
+    idempotency_key: Mapped[str | None] = mapped_column(String(200))
+    token_id: Mapped[int | None] = mapped_column(Integer)
+    request_sha256: Mapped[str | None] = mapped_column(String(64))  # bundle, modes, operator, cases, labels
     created_by: Mapped[str] = mapped_column(String(100), default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)

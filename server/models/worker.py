@@ -23,3 +23,4 @@ class Worker(Base):
     last_heartbeat: Mapped[datetime] = mapped_column(default=utcnow, index=True)
     current_job_id: Mapped[int | None] = mapped_column(Integer)
     jobs_done: Mapped[int] = mapped_column(Integer, default=0)
+    token_id: Mapped[int | None] = mapped_column(Integer)  # the worker token the name is bound to

@@ -37,5 +37,9 @@ class CardReleaseRead(BaseModel):
     release: int = Field(..., description="applied by the worker at its next heartbeat")
 
 
+class WorkerRemoved(BaseModel):
+    removed: str = Field(..., description="the worker's name")
+
+
 class WorkerList(BaseModel):
     items: list[WorkerRead]

@@ -5,20 +5,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from runtime import verdicts
 from server.models import CaseResult
+from server.services.history import newest_runs
 
-MAX_RESULTS = 5000  # the newest results looked at; older commits drop off the table
+MAX_RUNS = 500  # the newest runs looked at; older commits drop off the table
 
 
 @dataclass
 class CommitPoint:
     commit: str | None
     branch: str | None
-    day: str  # YYYY-MM-DD (UTC) of the newest result
+    day: str  # YYYY-MM-DD (UTC) of the newest run
     last_at: datetime
     modes: dict[str, dict[str, int]] = field(default_factory=dict)  # mode -> verdict -> cases
     graph_max_abs_diff: float | None = None
@@ -35,27 +36,33 @@ def _max(a: float | None, b: float | None) -> float | None:
 
 
 def by_commit(session: Session, operator_id: int, limit: int = 30) -> list[CommitPoint]:
-    """Newest first; results without a commit label are grouped by day."""
-    rows = session.execute(select(CaseResult.commit, CaseResult.branch, CaseResult.mode, CaseResult.verdict,
-                                  CaseResult.created_at, CaseResult.max_abs_diff, CaseResult.graph_max_abs_diff,
-                                  CaseResult.job_id)
-                           .where(CaseResult.operator_id == operator_id)
-                           .order_by(CaseResult.id.desc()).limit(MAX_RESULTS))
+    """Newest first; runs whose results carry no commit label are grouped by day."""
+    runs = newest_runs(session, operator_id, MAX_RUNS)
+    if not runs:
+        return []
+    r = CaseResult
+    per_job: dict[int, list[Any]] = {}
+    # Served by ix_case_results_job_values alone (no table reads).
+    for row in session.execute(select(r.job_id, r.verdict, func.count(), func.max(r.max_abs_diff),
+                                      func.max(r.graph_max_abs_diff), func.max(r.commit), func.max(r.branch))
+                               .where(r.job_id.in_([run.id for run in runs])).group_by(r.job_id, r.verdict)):
+        per_job.setdefault(row[0], []).append(row)
     points: dict[tuple[Any, ...], CommitPoint] = {}
-    for commit, branch, mode, verdict, created, diff, gdiff, job_id in rows:
-        day = created.strftime("%Y-%m-%d")
-        key = ("commit", commit, branch) if commit else ("day", day, branch)
-        p = points.get(key)
-        if p is None:
-            if len(points) >= limit:
-                continue
-            p = points[key] = CommitPoint(commit=commit, branch=branch, day=day, last_at=created)
-        counts = p.modes.setdefault(mode, {})
-        counts[verdict] = counts.get(verdict, 0) + 1
-        if mode == "npu":
-            p.npu_max_abs_diff = _max(p.npu_max_abs_diff, diff)
-        else:
-            p.graph_max_abs_diff = _max(p.graph_max_abs_diff, gdiff)
-        if job_id not in p.jobs:
-            p.jobs.append(job_id)
+    for run in runs:  # newest first
+        for _, verdict, n, diff, gdiff, commit, branch in per_job.get(run.id, []):
+            day = run.created_at.strftime("%Y-%m-%d")
+            key = ("commit", commit, branch) if commit else ("day", day, branch)
+            p = points.get(key)
+            if p is None:
+                if len(points) >= limit:
+                    continue
+                p = points[key] = CommitPoint(commit=commit, branch=branch, day=day, last_at=run.created_at)
+            counts = p.modes.setdefault(run.mode, {})
+            counts[verdict] = counts.get(verdict, 0) + n
+            if run.mode == "npu":
+                p.npu_max_abs_diff = _max(p.npu_max_abs_diff, diff)
+            else:
+                p.graph_max_abs_diff = _max(p.graph_max_abs_diff, gdiff)
+            if run.id not in p.jobs:
+                p.jobs.append(run.id)
     return list(points.values())

@@ -63,6 +63,11 @@ def operator_history(session: Session, operator_id: int, w: Window) -> History:
     return History(points, runs[-1].id if more and runs else None, days)
 
 
+def newest_runs(session: Session, operator_id: int, limit: int) -> list[Any]:
+    """The operator's last runs, newest first: (id, mode, created_at) rows."""
+    return list(session.execute(_runs_query(session, operator_id, Window()).limit(limit)))
+
+
 def _runs_query(session: Session, operator_id: int, w: Window) -> Any:
     """The operator's jobs with at least one result, newest first (ix_jobs_operator_created_id)."""
     stmt = (select(Job.id, Job.mode, Job.created_at)
@@ -86,6 +91,7 @@ def _aggregate(session: Session, job_ids: list[int], runs: dict[int, Any]) -> li
     if not job_ids:
         return []
     r = CaseResult
+    # Served by ix_case_results_job_values alone (no table reads).
     stmt = (select(r.job_id, func.max(r.commit), func.max(r.branch), func.max(r.max_abs_diff),
                    func.max(r.graph_max_abs_diff), func.max(r.atol), func.max(r.rtol), func.max(r.aicore_time_us),
                    func.avg(r.utilization), func.count())

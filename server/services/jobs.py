@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from server.errors import Conflict, NotFound
+from server.errors import Conflict, NotFound, PermissionDenied
 from server.models import Job
 from server.models.base import utcnow
 from server.models.job import CANCELLED, ERROR, FINISHED, QUEUED, RUNNING, WAITING
@@ -20,22 +20,23 @@ def get(session: Session, job_id: int) -> Job:
     return job
 
 
-def claim(session: Session, job_id: int, worker: str, attempt: int) -> bool:
+def claim(session: Session, job_id: int, worker: str, attempt: int, token_id: int | None = None) -> bool:
     """queued (or awaiting_npu) -> running for this attempt, atomically. False when someone else has it (or it was
     cancelled): guards acks_late redelivery and duplicate deliveries."""
     now = utcnow()
     result = session.execute(
         update(Job).where(Job.id == job_id, Job.status.in_(WAITING), Job.attempts == attempt)
-        .values(status=RUNNING, worker=worker, started_at=now, heartbeat_at=now, progress={}, awaiting_since=None)
+        .values(status=RUNNING, worker=worker, claim_token_id=token_id, started_at=now, heartbeat_at=now,
+                progress={}, awaiting_since=None)
         .execution_options(synchronize_session=False)
     )
     return result.rowcount == 1
 
 
-def claim_job(session: Session, job_id: int, worker: str, attempt: int) -> Job:
+def claim_job(session: Session, job_id: int, worker: str, attempt: int, token_id: int | None = None) -> Job:
     """claim(), answering Conflict (with the job's state) when the job is not claimable."""
     job = get(session, job_id)
-    if not claim(session, job_id, worker, attempt):
+    if not claim(session, job_id, worker, attempt, token_id):
         raise Conflict(f"job {job_id} attempt {attempt} is not claimable: the job is {job.status} "
                        f"at attempt {job.attempts}")
     session.refresh(job)  # claim() updated the row behind the identity map's back
@@ -49,6 +50,16 @@ def running_attempt(session: Session, job_id: int, attempt: int) -> Job:
         raise Conflict(f"job {job_id} attempt {attempt} is not running: the job is {job.status} "
                        f"at attempt {job.attempts}")
     return job
+
+
+def check_claimant(job: Job, attempt: int, token_id: int | None) -> None:
+    """Only the token that claimed a job's running attempt may act for it (bundle, heartbeat, result).
+
+    Defence in depth: a worker token that leaked (or another tenant's worker) cannot fetch the
+    bundle of, keep alive or post the result for a job some other worker claimed.
+    """
+    if job.status == RUNNING and job.attempts == attempt and job.claim_token_id not in (None, token_id):
+        raise PermissionDenied(f"job {job.id} attempt {attempt} was claimed by another worker's token")
 
 
 def heartbeat(session: Session, job: Job, progress: dict[str, Any] | None) -> bool:
@@ -82,7 +93,7 @@ def retry(session: Session, job: Job) -> Job:
     job.status = QUEUED
     job.cancel_requested = False
     job.error = None
-    job.worker = None
+    job.worker = job.claim_token_id = None
     job.started_at = job.finished_at = job.heartbeat_at = None
     job.queued_at = utcnow()
     job.awaiting_since = None
@@ -121,7 +132,7 @@ def requeue_or_fail(session: Session, job: Job, max_attempts: int) -> bool:
         return False
     job.attempts += 1
     job.status = QUEUED
-    job.worker = None
+    job.worker = job.claim_token_id = None
     job.queued_at = utcnow()
     job.error = f"re-queued: worker lost during attempt {job.attempts - 1}"
     return True

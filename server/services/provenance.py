@@ -55,6 +55,8 @@ def stamp_worker_rows(job: Any, report: dict[str, Any], rows: list[CaseResult]) 
     content = (report.get("submission") or {}).get("sha256")
     stamp(rows, source=WORKER, source_name=job.worker or "", env=env, mode=job.mode,
           content_sha256=content if isinstance(content, str) and len(content) == 64 else None)
+    for row in rows:
+        row.token_id = job.claim_token_id  # the token that claimed the attempt, and so posted this
 
 
 def describe(row: Any) -> str:

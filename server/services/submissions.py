@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -19,7 +21,7 @@ from server.config import Settings
 from server.errors import Conflict, InvalidInput, PayloadTooLarge
 from server.models import Job, Operator, Submission, SuiteRun
 from server.models.base import utcnow
-from server.services import npu_wait
+from server.services import audit, npu_wait
 
 JOB_OVERHEAD_S = 120.0  # warm parent start, discovery and reporting on top of the cases
 SUFFIXES = (".tar.gz", ".tgz", ".zip", ".py")
@@ -36,6 +38,17 @@ class NewSubmission:
     suite_run_id: int | None = None
     idempotency_key: str | None = None
     submitted_by: str = ""
+    token_id: int | None = None  # the caller's token: Idempotency-Keys are unique per token
+
+    def request_fields(self) -> dict[str, Any]:
+        """What an Idempotency-Key replay must repeat: the bundle and everything that shapes the jobs."""
+        return {"bundle": hashlib.sha256(self.data).hexdigest(), "modes": list(dict.fromkeys(self.modes or ["sim"])),
+                "operator": (self.operator or "").strip(), "cases": list(self.cases),
+                "labels": {k: str(v) for k, v in sorted((self.labels or {}).items()) if v not in (None, "")},
+                "suite_run_id": self.suite_run_id}
+
+    def request_sha256(self) -> str:
+        return hashlib.sha256(json.dumps(self.request_fields(), sort_keys=True).encode()).hexdigest()
 
 
 def bundle_from_files(files: dict[str, str]) -> bytes:
@@ -77,10 +90,9 @@ def inspect_bundle(filename: str, data: bytes) -> runtime_submission.Submission:
 def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmission) -> tuple[Submission, list[Job], bool]:
     """(submission, jobs, created). With a known Idempotency-Key, the earlier submission is returned."""
     if new.idempotency_key:
-        earlier = session.scalar(select(Submission).where(Submission.idempotency_key == new.idempotency_key))
+        earlier = _earlier(session, new)
         if earlier is not None:
-            if earlier.bundle_sha256 != hashlib.sha256(new.data).hexdigest():
-                raise Conflict(f"Idempotency-Key {new.idempotency_key!r} was already used for a different bundle")
+            _same_request_or_conflict(earlier, new)
             jobs = list(session.scalars(select(Job).where(Job.submission_id == earlier.id).order_by(Job.id)))
             return earlier, jobs, False
     if len(new.data) > settings.max_upload_bytes:
@@ -107,9 +119,11 @@ def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmi
                      blob_path=rel, modes=modes, case_filter=list(new.cases), labels=labels,
                      branch=labels.get("branch"), commit=labels.get("commit"), author=labels.get("author"),
                      suite_run_id=new.suite_run_id, idempotency_key=new.idempotency_key,
-                     created_by=new.submitted_by)
+                     created_by=new.submitted_by, token_id=new.token_id, request_sha256=new.request_sha256())
     session.add(sub)
     session.flush()
+    audit.record(session, new.submitted_by, audit.SUBMIT, f"submission {sub.id}", new.token_id,
+                 operator=operator_name, modes=modes, bundle_sha256=digest)
     n_cases = len(new.cases) or (len(known) if known else 1)
     jobs = [Job(submission_id=sub.id, operator_id=operator.id, mode=mode, queue=mode,
                 timeout_s=settings.case_timeout_s * n_cases + JOB_OVERHEAD_S, case_count=n_cases,
@@ -118,6 +132,28 @@ def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmi
     session.flush()
     npu_wait.on_create(session, settings, jobs)  # awaiting_npu when no NPU worker is online
     return sub, jobs, True
+
+
+def _earlier(session: Session, new: NewSubmission) -> Submission | None:
+    """The submission this token already made with this Idempotency-Key (keys are per token)."""
+    owner = Submission.token_id.is_(None) if new.token_id is None else Submission.token_id == new.token_id
+    return session.scalar(select(Submission).where(Submission.idempotency_key == new.idempotency_key, owner))
+
+
+def _same_request_or_conflict(earlier: Submission, new: NewSubmission) -> None:
+    """A replay must repeat the request; a different body under the same key is a 409 naming what differs."""
+    if earlier.request_sha256 is None:  # stored before requests were fingerprinted: the bundle is all we have
+        same = earlier.bundle_sha256 == hashlib.sha256(new.data).hexdigest()
+        differs = [] if same else ["bundle"]
+    else:
+        same = earlier.request_sha256 == new.request_sha256()
+        was = {"bundle": earlier.bundle_sha256, "modes": list(earlier.modes), "cases": list(earlier.case_filter),
+               "labels": dict(sorted((earlier.labels or {}).items())), "suite_run_id": earlier.suite_run_id}
+        now = new.request_fields()
+        differs = [k for k, v in was.items() if now[k] != v] or ["operator"]
+    if not same:
+        raise Conflict(f"Idempotency-Key {new.idempotency_key!r} was already used by this token for a different "
+                       f"request ({', '.join(differs)} differ); send the same request to replay it, or use a new key")
 
 
 def create_once(session: Session, store: BlobStore, settings: Settings,

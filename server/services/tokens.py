@@ -11,6 +11,7 @@ from server.errors import InvalidInput, NotFound
 from server.models import ApiToken
 from server.models.base import utcnow
 from server.models.token import SCOPES
+from server.services import audit
 
 TOKEN_PREFIX = "cc_"
 
@@ -19,7 +20,8 @@ def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def create(session: Session, name: str, scopes: list[str]) -> tuple[ApiToken, str]:
+def create(session: Session, name: str, scopes: list[str], actor: str = audit.CLI,
+           actor_token_id: int | None = None) -> tuple[ApiToken, str]:
     bad = [s for s in scopes if s not in SCOPES]
     if bad or not scopes:
         raise InvalidInput(f"unknown scope(s) {', '.join(bad) or '(none given)'}; use {', '.join(SCOPES)}")
@@ -27,6 +29,8 @@ def create(session: Session, name: str, scopes: list[str]) -> tuple[ApiToken, st
     token = ApiToken(name=name, prefix=secret[:10], token_hash=hash_secret(secret), scopes=" ".join(sorted(set(scopes))))
     session.add(token)
     session.flush()
+    audit.record(session, actor, audit.TOKEN_CREATE, f"token {token.id}", actor_token_id, name=name,
+                 scopes=token.scopes)
     return token, secret
 
 
@@ -41,11 +45,13 @@ def verify(session: Session, secret: str) -> ApiToken | None:
     return token
 
 
-def revoke(session: Session, token_id: int) -> ApiToken:
+def revoke(session: Session, token_id: int, actor: str = audit.CLI, actor_token_id: int | None = None) -> ApiToken:
     token = session.get(ApiToken, token_id)
     if token is None:
         raise NotFound(f"no token {token_id}")
-    token.revoked_at = token.revoked_at or utcnow()
+    if token.revoked_at is None:
+        token.revoked_at = utcnow()
+        audit.record(session, actor, audit.TOKEN_REVOKE, f"token {token.id}", actor_token_id, name=token.name)
     return token
 
 

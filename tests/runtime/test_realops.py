@@ -177,3 +177,121 @@ def test_module_graph_fail_and_an_argument_we_cannot_supply(warm_sim, calculator
     assert triple.case == "test_triple" and triple.verdict == "graph_fail", triple.verdict_reason
     assert triple.graph_verify["asserts_failed"] == 1
     assert needs.verdict == "not_run" and "needs an argument 'tokenizer'" in needs.error.message
+
+
+def test_discovery_pairs_test_and_kernel_folders_and_names_each_route():
+    from runtime.discover import discover
+
+    found = {op.name: op for op in discover(GYM)}
+    routes = {name: op.route for name, op in found.items()}
+    assert routes["axpy"] == "script" and routes["row_square_mean"] == "module"
+    assert routes["inplace_add_norm"] == "package"  # CamelCase test folder ~ snake_case kernel folder
+    ian = found["inplace_add_norm"]
+    assert ian.impl == "src/pypto_gym/ops/pypto_tile/vector/inplace_add_norm/inplace_add_norm_impl.py"
+    assert ian.cases == ["level0", "level1"]
+    assert found["row_square_mean"].cases == ["test_level0", "test_level1"]
+    assert not any(f.startswith("src/pypto_gym/ops/pypto_tile/vector/axpy") for f in found["row_square_mean"].files)
+
+
+def test_a_packed_operator_loads_back_as_the_same_job(tmp_path):
+    from runtime.discover import discover, load, pack
+
+    for op in discover(GYM):
+        bundle = tmp_path / f"{op.name}.zip"
+        bundle.write_bytes(pack(GYM, op))
+        again, direct = submission.load(bundle, tmp_path / op.name), load(GYM, op)
+        assert (again.kind, again.script, again.files, again.sha256) == \
+            (direct.kind, direct.script, direct.files, direct.sha256), op.name
+        assert again.impl == direct.impl and again.sys_path == direct.sys_path
+
+
+def test_cli_lists_operators_and_refuses_an_ambiguous_checkout(capsys):
+    from runtime.cli import main
+
+    assert main(["run", str(GYM), "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "inplace_add_norm         package      2  tests/ops/vector/InplaceAddNorm" in out
+    assert main(["run", str(GYM), "--no-graph-verify"]) == 2
+    assert "choose with --op NAME" in capsys.readouterr().err
+
+
+INPLACE = GYM / "tests/ops/vector/InplaceAddNorm"
+
+
+def test_three_output_in_place_operator_compares_every_output_by_name(warm_sim, calculator_cache, tmp_path):
+    from runtime.discover import discover, load
+
+    op = discover(GYM, ["InplaceAddNorm"])[0]
+    report = run_submission(GYM, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path), warm=warm_sim,
+                            loaded=load(GYM, op))
+    for case in report.cases:
+        assert case.verdict == "sim_garbage_graph_ok", (case.verdict_reason, case.error)
+        assert [o["name"] for o in case.outputs] == ["y", "x", "rstd"]
+        for out in case.outputs:  # the graph's result, copied into x1/x2 by the wrapper, matches; SIM's did not
+            assert out["graph_metrics"]["mismatch_count"] == 0 and out["metrics"]["mismatch_count"] > 0
+        assert case.dtypes == ["bfloat16"] * 3
+
+
+MUTATING_GOLDEN = '''
+import torch
+
+
+def scale_golden(x, y):
+    x.mul_(2.0)  # written in place, not returned
+    return x + y
+'''
+MUTATING_IMPL = '''
+import pypto
+import torch
+
+
+@pypto.frontend.jit
+def scale_kernel(x: pypto.Tensor([], pypto.DT_FP32), y: pypto.Tensor([], pypto.DT_FP32),
+                 doubled: pypto.Tensor([], pypto.DT_FP32), out: pypto.Tensor([], pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(16, 32)
+    doubled[:] = x * {factor}
+    out[:] = x * 2.0 + y
+
+
+def run_scale(x, y):
+    doubled, out = torch.empty_like(x), torch.empty_like(x)
+    scale_kernel(x, y, doubled, out)
+    x.copy_(doubled)
+    return out
+'''
+
+
+@pytest.mark.parametrize("factor,verdict", [("2.0", "sim_garbage_graph_ok"), ("3.0", "graph_fail")])
+def test_an_input_the_golden_mutates_is_compared_after_the_wrapper(warm_sim, calculator_cache, tmp_path, factor,
+                                                                   verdict):
+    pkg = tmp_path / "scale"
+    pkg.mkdir()
+    (pkg / "scale_golden.py").write_text(MUTATING_GOLDEN)
+    (pkg / "scale_impl.py").write_text(MUTATING_IMPL.replace("{factor}", factor))
+    (pkg / "test_cases.json").write_text('{"op_name": "scale", "test_cases": [{"id": "c", "seed": 3, "input": '
+                                         '{"x_shape": [16, 32], "y_shape": [16, 32], "dtype": "float32"}}]}')
+    report = run_submission(pkg, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w"), warm=warm_sim)
+    case = report.cases[0]
+    assert case.verdict == verdict, case.verdict_reason
+    assert [o["name"] for o in case.outputs] == ["output0", "x (in place)"]
+    assert (case.outputs[1]["graph_metrics"]["mismatch_count"] == 0) == (factor == "2.0")
+
+
+FUSED = '''
+import torch
+import torch_npu
+
+
+def test_fused(device):
+    x = torch.ones(4, device=device)
+    return torch_npu.npu_rms_norm(x, x)
+'''
+
+
+def test_a_fused_torch_npu_op_is_not_run_with_one_line_naming_it(warm_sim, tmp_path):
+    path = tmp_path / "test_fused.py"
+    path.write_text(FUSED)
+    case = run_submission(path, RunOptions(graph_verify=False, work_dir=tmp_path / "w"), warm=warm_sim).cases[0]
+    assert case.verdict == "not_run", case.verdict_reason
+    assert case.error.type == "NeedsRealNpu"
+    assert case.error.message == "torch_npu.npu_rms_norm() needs a real NPU: the SIM stand-in for torch_npu cannot run it"

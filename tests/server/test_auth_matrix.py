@@ -14,6 +14,7 @@ BEAT = {"json": {"name": "w", "host": "h", "queues": ["sim"]}}
 ENDPOINTS = [
     ("POST", "/submissions", "submit", SUBMISSION),
     ("GET", "/submissions/{submission_id}", "read", {}),
+    ("GET", "/submissions/{submission_id}/bundle", "read", {}),
     ("GET", "/jobs", "read", {}),
     ("GET", "/jobs/{job_id}", "read", {}),
     ("GET", "/jobs/{job_id}/report", "read", {}),
@@ -29,6 +30,8 @@ ENDPOINTS = [
     ("GET", "/workers", "read", {}),
     ("POST", "/workers/heartbeat", "worker", BEAT),
     ("POST", "/workers/{name}/cards/{card}/release", "admin", {}),
+    ("DELETE", "/workers/{name}", "admin", {}),
+    ("GET", "/audit", "admin", {}),
     ("POST", "/internal/jobs/{job_id}/claim", "worker", {"json": {"worker": "w", "attempt": 1}}),
     ("GET", "/internal/jobs/{job_id}/bundle", "worker", {}),
     ("POST", "/internal/jobs/{job_id}/heartbeat", "worker", {"json": {"attempt": 1}}),
@@ -84,6 +87,8 @@ def test_auth_matrix(shared_client, method, path, scope, kwargs, kind):
     client, token = shared_client
     secret = {"none": None, "garbage": "cc_not-a-token"}.get(kind, token.get(kind))
     headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+    if path == "/workers/heartbeat":  # a worker name is bound to the token that registered it
+        kwargs = {"json": {**BEAT["json"], "name": f"w-{kind}"}}
     r = client.request(method, url(path), headers=headers, **kwargs)
     want = expected(kind, scope)
     if want is None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from server.services import submissions
+from server.services import submissions, tokens
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -102,11 +102,36 @@ def test_idempotency_key_reused_for_another_bundle_is_a_conflict(client, hdr, sc
     assert "ci-43" in r.json()["detail"]
 
 
-def test_a_retry_racing_the_first_request_gets_the_replay(app, client, hdr, scale_add_zip, settings):
+@pytest.mark.parametrize(("field", "change"), [
+    ("modes", {"modes": ["sim", "npu"]}), ("operator", {"operator": "another_name"}),
+    ("labels", {"branch": "dev"}), ("cases", {"cases": "scale_add_64x256"})])
+def test_idempotency_key_reused_with_another_body_is_a_conflict_naming_it(client, hdr, scale_add_zip, field, change):
+    headers = {**hdr["submit"], "Idempotency-Key": f"ci-body-{field}"}
+    assert client.post(URL, headers=headers, files={"file": ("a.zip", scale_add_zip)}).status_code == 202
+    r = client.post(URL, headers=headers, files={"file": ("a.zip", scale_add_zip)}, data=change)
+    assert r.status_code == 409, r.text
+    assert f"({field} differ)" in r.json()["detail"] and "different request" in r.json()["detail"]
+
+
+def test_idempotency_keys_are_per_token(app, client, hdr, scale_add_zip):
+    """Another token's identical key is another request: it neither replays nor blocks the first token's."""
+    with app.state.sessionmaker.begin() as session:
+        other = {"Authorization": f"Bearer {tokens.create(session, 'other-ci', ['submit'])[1]}"}
+    first = client.post(URL, headers={**hdr["submit"], "Idempotency-Key": "shared"},
+                        files={"file": ("a.zip", scale_add_zip)})
+    second = client.post(URL, headers={**other, "Idempotency-Key": "shared"}, files={"file": ("a.zip", scale_add_zip)})
+    assert (first.status_code, second.status_code) == (202, 202)
+    assert first.json()["submission_id"] != second.json()["submission_id"]
+    replay = client.post(URL, headers={**other, "Idempotency-Key": "shared"}, files={"file": ("a.zip", scale_add_zip)})
+    assert replay.status_code == 200 and replay.json() == second.json()
+
+
+def test_a_retry_racing_the_first_request_gets_the_replay(app, client, hdr, token, scale_add_zip, settings):
     """The first request has inserted but not yet committed when its retry arrives with the same key."""
     session = app.state.sessionmaker()
+    submit_token = tokens.verify(session, token["submit"])
     new = submissions.NewSubmission(filename="scale_add.zip", data=scale_add_zip, idempotency_key="race",
-                                    submitted_by="submit-bot")
+                                    submitted_by="submit-bot", token_id=submit_token.id)
     first, _, _ = submissions.create(session, app.state.blobs, settings, new)
     answer = {}
 

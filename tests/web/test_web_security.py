@@ -47,3 +47,47 @@ def test_every_response_carries_the_security_headers(anon: TestClient, path: str
 def test_the_docs_page_may_load_its_cdn_but_not_be_framed(anon: TestClient) -> None:
     policy = anon.get("/docs").headers["content-security-policy"]
     assert "https://cdn.jsdelivr.net" in policy and "frame-ancestors 'none'" in policy
+
+
+def _admin(client: TestClient) -> str:
+    from server.services import tokens
+
+    with client.app_state.sessionmaker.begin() as session:  # type: ignore[attr-defined]
+        return tokens.create(session, "root", ["admin"])[1]
+
+
+def test_admins_see_the_audit_log_and_others_do_not(fresh: tuple[TestClient, dict[str, str]]) -> None:  # noqa: F811
+    from tests.web.html import parse
+
+    client, secrets = fresh
+    client.cookies.set("crosscheck_token", secrets["read"])
+    assert client.get("/audit").status_code == 403
+    client.cookies.set("crosscheck_token", _admin(client))
+    page = parse(client.get("/audit").text)
+    rows = [r.text() for r in page.find("table", cls="audit").find_all("tr")[1:]]
+    assert any("token.create" in r and "cli" in r and "root" in r for r in rows), rows
+    assert any(a.attrs.get("href") == "/audit" for a in page.find("nav").find_all("a"))
+
+
+def test_an_admin_removes_a_stale_worker_from_the_workers_page(fresh: tuple[TestClient, dict[str, str]]) -> None:  # noqa: F811
+    from datetime import timedelta
+
+    from server.models import Worker
+    from server.models.base import utcnow
+    from server.services import workers
+    from tests.web.html import parse
+
+    client, _ = fresh
+    state = client.app_state  # type: ignore[attr-defined]
+    with state.sessionmaker.begin() as session:
+        workers.heartbeat(session, "gone@host", "host", ["sim"], {}, None)
+        workers.heartbeat(session, "alive@host", "host", ["sim"], {}, None)
+        session.get(Worker, "gone@host").last_heartbeat = utcnow() - timedelta(hours=2)
+    client.cookies.set("crosscheck_token", _admin(client))
+    forms = [f.attrs["action"] for f in parse(client.get("/workers").text).find_all("form")]
+    assert "/workers/gone%40host/remove" in forms and "/workers/alive%40host/remove" not in forms
+    assert client.post("/workers/gone@host/remove").status_code == 303
+    assert client.post("/workers/alive@host/remove").status_code == 409
+    assert client.post("/workers/gone@host/remove", headers={"Origin": EVIL}).status_code == 403
+    names = parse(client.get("/workers").text).text()
+    assert "gone@host" not in names and "alive@host" in names

@@ -14,7 +14,7 @@ import pytest
 
 from server.commands import local, submit
 from server.commands.worker import celery_command
-from server.config import Settings
+from worker.config import WorkerSettings
 from tests.conftest import EXAMPLES, REPO
 from worker import capabilities
 from worker.client import backoff_s
@@ -70,7 +70,7 @@ def test_celery_app_reliability_settings() -> None:
 
     from worker.app import REDIS_VISIBILITY_TIMEOUT_S, create_app
 
-    app = create_app(Settings(broker_url="redis://127.0.0.1:6379/15"))
+    app = create_app(WorkerSettings(broker_url="redis://127.0.0.1:6379/15"))
     conf = app.conf
     assert conf.task_acks_late and conf.task_reject_on_worker_lost and conf.worker_prefetch_multiplier == 1
     assert conf.task_ignore_result
@@ -80,7 +80,7 @@ def test_celery_app_reliability_settings() -> None:
     assert [q.name for q in conf.task_queues] == ["sim"]  # never npu on a CPU host
     app.close()
 
-    app = create_app(Settings(broker_url="sqla+sqlite:////tmp/x/broker.db", broker_poll_s=0.05))
+    app = create_app(WorkerSettings(broker_url="sqla+sqlite:////tmp/x/broker.db", broker_poll_s=0.05))
     assert app.conf.broker_transport_options == {}  # polling_interval here would crash the worker
     assert sqla.Transport.polling_interval == 0.05
     app.close()
@@ -153,12 +153,26 @@ def test_up_reuses_valid_tokens_and_replaces_revoked_ones(tmp_path: Path, monkey
         db.reset_caches()
 
 
+def test_worker_settings_need_only_the_broker_and_the_api(monkeypatch: pytest.MonkeyPatch) -> None:
+    """README: an NPU worker needs BROKER_URL, API_URL and WORKER_TOKEN; nothing of the server's."""
+    from worker.config import WorkerSettings
+
+    monkeypatch.setenv("BROKER_URL", "redis://broker.example:6379/0")
+    monkeypatch.setenv("API_URL", "http://api.example:8000")
+    monkeypatch.setenv("WORKER_TOKEN", "t0k3n")
+    monkeypatch.setenv("DATABASE_URL", "postgresql://not-for-workers/db")
+    settings = WorkerSettings()
+    assert (settings.resolved_broker_url, settings.api_url, settings.worker_token) == \
+        ("redis://broker.example:6379/0", "http://api.example:8000", "t0k3n")
+    assert not hasattr(settings, "database_url")
+    monkeypatch.setenv("NPU_DEVICES", "0-x")
+    with pytest.raises(ValueError, match="NPU_DEVICES|npu_devices|0-x"):
+        WorkerSettings()
+
+
 def test_every_job_is_told_to_hide_the_service_data(tmp_path: Path) -> None:
     from worker.lifecycle import service_paths
 
-    settings = Settings(data_dir=tmp_path / "data", blob_dir=tmp_path / "bundles", npu_state_dir=tmp_path / "cards")
-    hidden = service_paths(settings)
-    assert {tmp_path / "data", tmp_path / "bundles", tmp_path / "cards"} <= set(hidden)
-    assert (tmp_path / "data" / "crosscheck.db") in hidden  # SQLite by default, in the data dir
-    remote = Settings(data_dir=tmp_path / "data", database_url="postgresql://db.invalid/x")
-    assert not any(p.name.endswith(".db") for p in service_paths(remote))
+    settings = WorkerSettings(data_dir=tmp_path / "data", npu_state_dir=tmp_path / "cards",
+                              hide_from_jobs=f"{tmp_path / 'bundles'}{os.pathsep}{tmp_path / 'logs'}")
+    assert service_paths(settings) == [tmp_path / "data", tmp_path / "cards", tmp_path / "bundles", tmp_path / "logs"]

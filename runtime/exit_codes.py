@@ -1,0 +1,66 @@
+"""The exit codes of `crosscheck run` and `crosscheck submit`, and the words that go with them.
+
+| code | meaning |
+|------|---------|
+| 0    | acceptable: every case got an acceptable verdict for its mode |
+| 1    | kernel defect: at least one case shows the kernel is wrong (or the submission never ran one) |
+| 2    | unusable input: the submission (or its golden) cannot be judged, or the server refused it |
+| 3    | infrastructure: our side failed, or no online worker/host can run the mode; nothing is known about the kernel |
+
+When cases disagree, a kernel defect wins (it is a fact about the kernel), then unusable input,
+then infrastructure.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from runtime import verdicts
+
+OK, KERNEL_DEFECT, UNUSABLE, INFRA = 0, 1, 2, 3
+WORDS = {OK: "acceptable", KERNEL_DEFECT: "kernel defect", UNUSABLE: "unusable input", INFRA: "infrastructure"}
+_PRECEDENCE = (KERNEL_DEFECT, UNUSABLE, INFRA, OK)
+
+
+def of_case(verdict: str, mode: str, stage: str = "") -> int:
+    """One case's code. A case the harness could not judge is not the kernel's fault: a failed golden
+    is the submission's (2), a device that could not be set up is ours (3)."""
+    if verdicts.acceptable(verdict, mode):
+        return OK
+    if verdict == verdicts.NOT_RUN and stage == "golden":
+        return UNUSABLE
+    if verdict == verdicts.NOT_RUN and stage == "device":
+        return INFRA
+    return KERNEL_DEFECT
+
+
+def combine(codes: Iterable[int]) -> int:
+    """The run's code from its parts' codes (none at all: nothing was judged, unusable input)."""
+    seen = set(codes)
+    if not seen:
+        return UNUSABLE
+    return next(c for c in _PRECEDENCE if c in seen)
+
+
+def of_cases(cases: Iterable[Any], mode: str) -> int:
+    """The code of a report's cases (runtime.report.CaseResult objects or their dicts)."""
+    def get(case: Any, key: str) -> str:
+        return str((case.get(key) if isinstance(case, dict) else getattr(case, key, "")) or "")
+
+    return combine(of_case(get(c, "verdict"), mode, get(c, "stage")) for c in cases)
+
+
+def summary(cases: Iterable[Any], mode: str) -> str:
+    """One line saying what happened, e.g. 'kernel defect: 2 of 2 cases (graph fail ×2)'."""
+    rows = [c if isinstance(c, dict) else {"verdict": c.verdict, "stage": c.stage} for c in cases]
+    code = combine(of_case(str(r["verdict"]), mode, str(r.get("stage") or "")) for r in rows)
+    if not rows:
+        return "unusable input: no case was judged"
+    bad = [r for r in rows if of_case(str(r["verdict"]), mode, str(r.get("stage") or "")) == code]
+    counts: dict[str, int] = {}
+    for r in bad:
+        counts[str(r["verdict"])] = counts.get(str(r["verdict"]), 0) + 1
+    what = ", ".join(f"{v.replace('_', ' ')} ×{n}" for v, n in counts.items())
+    if code == OK:
+        return f"acceptable: all {len(rows)} case(s) ({what})"
+    return f"{WORDS[code]}: {len(bad)} of {len(rows)} case(s) ({what})"

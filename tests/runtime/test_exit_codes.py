@@ -1,0 +1,41 @@
+"""The exit codes of `crosscheck run` / `submit`: 0 acceptable, 1 kernel defect, 2 unusable input,
+3 infrastructure or no capable worker, with the words that say what happened."""
+from __future__ import annotations
+
+import pytest
+
+from runtime import exit_codes as ec
+
+
+@pytest.mark.parametrize(("verdict", "mode", "stage", "code"), [
+    ("sim_garbage_graph_ok", "sim", "compare", ec.OK),
+    ("sim_output_unwritten", "sim", "compare", ec.OK),
+    ("pass", "npu", "compare", ec.OK),
+    ("graph_fail", "sim", "compare", ec.KERNEL_DEFECT),
+    ("precision_fail", "npu", "compare", ec.KERNEL_DEFECT),
+    ("suspect_fake_pass", "sim", "compare", ec.KERNEL_DEFECT),
+    ("structural_error", "sim", "sim", ec.KERNEL_DEFECT),
+    ("not_run", "sim", "golden", ec.UNUSABLE),  # the golden failed: the submission's, not the kernel's
+    ("not_run", "npu", "device", ec.INFRA),  # the card could not be set up: ours
+    ("pass", "sim", "compare", ec.KERNEL_DEFECT),  # a SIM "pass" is not acceptable for SIM
+])
+def test_each_case_gets_its_code(verdict: str, mode: str, stage: str, code: int) -> None:
+    assert ec.of_case(verdict, mode, stage) == code
+
+
+def test_a_defect_wins_then_unusable_then_infrastructure() -> None:
+    assert ec.combine([ec.OK, ec.INFRA, ec.KERNEL_DEFECT, ec.UNUSABLE]) == ec.KERNEL_DEFECT
+    assert ec.combine([ec.OK, ec.INFRA, ec.UNUSABLE]) == ec.UNUSABLE
+    assert ec.combine([ec.OK, ec.INFRA]) == ec.INFRA
+    assert ec.combine([ec.OK, ec.OK]) == ec.OK
+    assert ec.combine([]) == ec.UNUSABLE  # nothing judged is never 0
+
+
+def test_the_words_say_what_happened_not_just_failed() -> None:
+    cases = [{"verdict": "graph_fail", "stage": "compare"}, {"verdict": "graph_fail", "stage": "compare"}]
+    assert ec.summary(cases, "sim") == "kernel defect: 2 of 2 case(s) (graph fail ×2)"
+    ok = [{"verdict": "sim_garbage_graph_ok", "stage": "compare"}]
+    assert ec.summary(ok, "sim") == "acceptable: all 1 case(s) (sim garbage graph ok ×1)"
+    infra = [{"verdict": "not_run", "stage": "device"}, {"verdict": "pass", "stage": "compare"}]
+    assert ec.summary(infra, "npu") == "infrastructure: 1 of 2 case(s) (not run ×1)"
+    assert ec.of_cases(infra, "npu") == ec.INFRA

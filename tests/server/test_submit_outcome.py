@@ -1,0 +1,31 @@
+"""`crosscheck submit --wait`: each finished job's exit code and words (runtime/exit_codes.py)."""
+from __future__ import annotations
+
+from server.commands.submit import _job_outcome, _state
+
+
+def job(status: str, mode: str = "sim", error: str | None = None) -> dict:
+    return {"id": 7, "mode": mode, "status": status, "error": error, "queue": mode}
+
+
+def report(*verdicts: str, mode: str = "sim") -> dict:
+    return {"mode": mode, "cases": [{"verdict": v, "stage": "compare"} for v in verdicts]}
+
+
+def test_a_wrong_kernel_is_a_kernel_defect_in_words_not_failed() -> None:
+    code, words = _job_outcome(job("failed"), report("graph_fail", "graph_fail"))
+    assert code == 1 and words == "kernel defect: 2 of 2 case(s) (graph fail ×2)"
+    assert "failed" not in _state(job("failed")).split(";")[0]  # "finished: the job ran; ..."
+
+
+def test_acceptable_and_infrastructure_outcomes() -> None:
+    assert _job_outcome(job("succeeded"), report("sim_garbage_graph_ok"))[0] == 0
+    code, words = _job_outcome(job("expired", "npu", "no NPU worker came online within 24 h"), None)
+    assert code == 3 and words.startswith("no online worker serves npu")
+    assert _job_outcome(job("error", error="worker lost"), None) == (3, "infrastructure: worker lost")
+    assert _job_outcome(job("cancelled"), None)[0] == 3
+
+
+def test_a_failed_golden_is_unusable_input() -> None:
+    rep = {"mode": "sim", "cases": [{"verdict": "not_run", "stage": "golden"}]}
+    assert _job_outcome(job("failed"), rep)[0] == 2

@@ -61,8 +61,19 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verify-passes", action="store_true", help="also check every lowered pass (slow)")
     p.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
                    help="graph-verify calculator cache (default: $CROSSCHECK_CACHE_DIR, else ~/.cache/pto-crosscheck)")
+    p.add_argument("--pypto", type=_pypto_version, default=None, metavar="VERSION",
+                   help="the pypto version the kernel was written for; refused unless this host has it")
     p.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 4), metavar="N",
                    help="cases run at once, each in its own sandboxed fork (default: CPUs, at most 4)")
+
+
+def _pypto_version(text: str) -> str:
+    from runtime.pypto_api import check_version
+
+    try:
+        return check_version(text, "--pypto")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_calculator_arguments(p: argparse.ArgumentParser) -> None:
@@ -116,7 +127,7 @@ def run_command(args: argparse.Namespace, loaded: Any = None, reports: list[Any]
                          disk_bytes=int(args.disk * 2**30), work_dir=args.work_dir, device_id=args.device,
                          graph_verify=not args.no_graph_verify, verify_passes=args.verify_passes,
                          cache_dir=args.cache_dir or default_cache_dir(), parallel=max(1, args.jobs),
-                         keep_work=getattr(args, "keep", False))
+                         pypto=args.pypto, keep_work=getattr(args, "keep", False))
     # SIGTERM as an exception, so the work dir and the warm parent are cleaned up on that way out too.
     signal.signal(signal.SIGTERM, _terminated)
     try:

@@ -53,6 +53,7 @@ class RunOptions:
     cache_dir: Path | None = None  # where the graph-verify calculator is cached
     parallel: int = 1  # cases run at once (each its own sandboxed fork)
     keep_work: bool = False  # keep the temp work dir (without work_dir); a given work_dir is always kept
+    pypto: str | None = None  # the pypto version asked for: refused unless it is this host's (docs/versions.md §3)
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,7 @@ def _run_in(work: Path, path: Path, options: RunOptions, warm: WarmParent | None
             npu: dict[str, Any], start: float, loaded: submission_mod.Submission | None) -> Report:
     sub = loaded or submission_mod.load(Path(path), work)
     _check_case_filter(sub, options.cases)
+    _check_pypto(options.pypto, sub.case_file.requires_pypto if sub.case_file else None)
     syntax_stage, syntax_errors = _syntax(sub)
     lint_start = time.perf_counter()
     api = pypto_api.load(options.cache_dir)  # None without pypto: the version-skew rules are skipped
@@ -135,6 +137,18 @@ def _run_in(work: Path, path: Path, options: RunOptions, warm: WarmParent | None
 def _device_name(options: RunOptions) -> str | None:
     """The card an NPU run used, as the report's provenance names it; SIM runs on no device."""
     return f"npu:{options.device_id or 0}" if options.mode == "npu" else None
+
+
+def _check_pypto(asked: str | None, required: str | None) -> None:
+    """Refuse a run that asks for a pypto this host does not have (before anything runs)."""
+    if asked and required and asked != required:
+        raise SubmissionError(f"--pypto {asked} contradicts test_cases.json's requires_pypto {required}")
+    wanted = asked or required
+    installed = pypto_api.installed_version()
+    if wanted and wanted != installed:
+        raise HostError(f"the submission asks for pypto {wanted}; this host has pypto {installed or 'not installed'} "
+                        f"(submit it to a service with a pypto {wanted} worker: crosscheck submit --pypto {wanted}; "
+                        "docs/versions.md)")
 
 
 def _check_case_filter(sub: submission_mod.Submission, wanted: list[str]) -> None:

@@ -17,8 +17,9 @@ from typing import Any
 
 from celery import signals
 
+from jobqueue import parse_queue
 from runtime.npu_probe import NpuHost
-from worker.capabilities import CalculatorBuild, capabilities, check_queues, probe_npu
+from worker.capabilities import CalculatorBuild, capabilities, check_queues, check_versions, probe_npu
 from worker.card_health import CardLedger
 from worker.card_pool import CardPool
 from worker.client import ApiClient
@@ -98,7 +99,8 @@ def _on_celeryd_init(sender: str, options: dict[str, Any] | None = None, **_: An
     main = _main_process
     main.queues = _queues((options or {}).get("queues"))
     main.hostname = sender
-    modes = [q.partition(".")[0] for q in main.queues]
+    modes = [parse_queue(q)[0] for q in main.queues]
+    check_versions(main.queues)  # raises WrongPypto (a SystemExit) for a queue of another pypto
     main.npu = probe_npu(modes, get_settings().allowed_npu_devices)
     check_queues(modes, main.npu)  # raises NoNpuHost (a SystemExit) naming what is missing
     if main.npu is not None:
@@ -110,7 +112,7 @@ def _on_process_init(**_: Any) -> None:
     global _ctx
     _ctx = _make_context(_main_process.hostname or socket.gethostname())
     queues = _main_process.queues or ["sim"]
-    _ctx.warm(queues[0]).prestart()  # the first queue's mode; others start with their first job
+    _ctx.warm(parse_queue(queues[0])[0]).prestart()  # the first queue's mode; others start with their first job
 
 
 @signals.worker_process_shutdown.connect

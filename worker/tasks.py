@@ -8,7 +8,7 @@ from celery import Task
 from celery.exceptions import Reject, SoftTimeLimitExceeded
 
 from worker import jobs, lifecycle
-from jobqueue import TASK_RUN_JOB
+from jobqueue import TASK_RUN_JOB, parse_queue
 from worker.app import app
 from worker.client import ApiUnavailable, backoff_s
 
@@ -25,7 +25,7 @@ def run(self: Task, job_id: int, attempt: int) -> str:
     a kernel failure is a result, never a retry."""
     ctx = lifecycle.job_context(self.request.hostname or "worker")
     queue = str((self.request.delivery_info or {}).get("routing_key") or "")
-    if queue.partition(".")[0] == "npu" and ctx.cards is not None and not ctx.cards.usable():
+    if parse_queue(queue)[0] == "npu" and ctx.cards is not None and not ctx.cards.usable():
         # Not claimed, so it stays queued (awaiting_npu while no worker has a usable card).
         log.warning("job.no_usable_card job_id=%s; every card is quarantined, giving the job back", job_id)
         time.sleep(NO_CARD_BACKOFF_S)

@@ -62,6 +62,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--branch", default=None, metavar="NAME", help="label: the branch the kernel comes from")
     p.add_argument("--commit", default=None, metavar="SHA", help="label: the commit the kernel comes from")
     p.add_argument("--author", default=None, metavar="NAME", help="label: who wrote the kernel")
+    p.add_argument("--pypto", default=None, metavar="VERSION",
+                   help="the pypto version the kernel was written for: only workers with it run the jobs")
     p.add_argument("--wait", action="store_true", help="wait for the jobs and print their reports")
     p.add_argument("--wait-timeout", "--timeout", dest="wait_timeout", type=float, default=None, metavar="S",
                    help="with --wait, give up waiting after S seconds, exit 3; the jobs go on (default: wait for ever)")
@@ -151,7 +153,8 @@ def _run(args: argparse.Namespace, err: Console) -> int:
         server = Server(http, args.server)
         form: dict[str, str | list[str]] = {"modes": list(dict.fromkeys(args.mode or ["sim"])), "cases": args.case}
         form.update({k: v for k, v in (("operator", args.operator), ("branch", args.branch),
-                                       ("commit", args.commit), ("author", args.author)) if v})
+                                       ("commit", args.commit), ("author", args.author),
+                                       ("pypto", args.pypto)) if v})
         # One key for this invocation: a retried upload cannot create a second submission.
         key = uuid.uuid4().hex
         accepted = server.call("POST", "/submissions", tries=3, data=form, files={"file": (filename, data)},

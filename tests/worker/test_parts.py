@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from jobqueue import worker_queues
+from runtime.pypto_api import installed_version
 from server.commands import local, submit
 from server.commands.worker import celery_command
 from worker.config import WorkerSettings
@@ -77,7 +79,9 @@ def test_celery_app_reliability_settings() -> None:
     assert conf.broker_transport_options["visibility_timeout"] == REDIS_VISIBILITY_TIMEOUT_S
     assert conf.broker_transport_options["unacked_restore_interval"] * \
         conf.broker_transport_options["unacked_restore_throttle"] <= 10
-    assert [q.name for q in conf.task_queues] == ["sim"]  # never npu on a CPU host
+    names = [q.name for q in conf.task_queues]
+    assert not [n for n in names if n.startswith("npu")]  # never npu on a CPU host
+    assert names == worker_queues(["sim"], installed_version())  # its own pypto's queues (docs/versions.md §3)
     app.close()
 
     app = create_app(WorkerSettings(broker_url="sqla+sqlite:////tmp/x/broker.db", broker_poll_s=0.05))

@@ -193,7 +193,7 @@ def test_crosscheck_run_cleans_up_when_terminated_mid_case(tmp_path):
     temp = tmp_path / "temp"
     temp.mkdir()
     temp.chmod(0o755)
-    proc = _crosscheck_run(temp, str(pkg), "--no-graph-verify", "--timeout", "300")
+    proc = _crosscheck_run(temp, str(pkg), "--no-graph-verify", "--case-timeout", "300")
     try:
         while not any("SPINNING" in p.read_text() for p in temp.glob("crosscheck-run-*/jobs/*/stdout.txt")):
             assert proc.poll() is None, proc.communicate()[0]

@@ -165,3 +165,22 @@ def test_last_seen_and_removing_a_stale_worker(client: TestClient, app: Any) -> 
             if session.get(Worker, "npu-old@box"):
                 session.delete(session.get(Worker, "npu-old@box"))
                 session.commit()
+
+
+def test_login_says_where_crosscheck_up_keeps_the_admin_token(anon: TestClient) -> None:
+    from tests.web.html import parse
+
+    text = parse(anon.get("/login").text).find("p", cls="local-token").text()
+    assert "crosscheck up" in text and "tokens.json" in text and "crosscheck-data" in text and "['admin']" in text
+
+
+def test_overview_refreshes_itself_while_jobs_run(client: TestClient) -> None:
+    page = get(client, "/")  # the seed leaves a SIM job queued
+    live = page.find("p", id="overview-live")
+    assert "queued or running: this page refreshes itself" in live.text()
+    assert page.find("noscript").find("meta").attrs["http-equiv"] == "refresh"
+
+
+def test_submit_page_takes_a_folder(client: TestClient) -> None:
+    folder = get(client, "/submit").find("input", id="s-folder")
+    assert "webkitdirectory" in folder.attrs and "multiple" in folder.attrs

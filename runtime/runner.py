@@ -13,6 +13,7 @@ from typing import Any, Callable
 from runtime.modes import MODES
 from runtime import submission as submission_mod
 from runtime import testmodule
+from runtime.cases import check_memory
 from runtime.dtypes import default_tolerance
 from runtime.errors import NO_NPU_MESSAGE, HostError, SubmissionError
 from runtime.host import choose_device, environment, npu_fingerprint, npu_status
@@ -85,6 +86,8 @@ def run_submission(path: Path, options: RunOptions, warm: WarmParent | None = No
     work.chmod(0o755)
     sub = loaded or submission_mod.load(Path(path), work)
     _check_case_filter(sub, options.cases)
+    if sub.case_file is not None:
+        check_memory(sub.case_file, options.memory_bytes)
     syntax_stage, syntax_errors = _syntax(sub)
     lint_start = time.perf_counter()
     api = pypto_api.load(options.cache_dir)  # None without pypto: the version-skew rules are skipped

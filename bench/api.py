@@ -19,17 +19,16 @@ import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 sys.path.insert(0, str(BENCH))
 
-from dashboard import DEPTH_CASES, DEPTH_RUNS, PG_ADMIN_URL, timed_app  # noqa: E402
-from seed import seed  # noqa: E402
+from dashboard import DEPTH_CASES, DEPTH_RUNS, timed_app  # noqa: E402
+from seed import database  # noqa: E402
 
 from server.config import Settings  # noqa: E402
-from server.migrate import upgrade  # noqa: E402
 from server.services import tokens  # noqa: E402
 
 PG_DB = "crosscheck_bench_api"
@@ -81,21 +80,16 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=100)
     ap.add_argument("--depth", action="store_true", help=f"{DEPTH_RUNS} runs per operator, {DEPTH_CASES} cases each")
     ap.add_argument("--sqlite", action="store_true", help="SQLite in a temp dir instead of PostgreSQL")
+    ap.add_argument("--keep", action="store_true", help="keep the seeded database for the next run (bench/seed.py)")
     args = ap.parse_args()
     if args.depth:
         args.jobs, args.cases = DEPTH_RUNS, DEPTH_CASES
-    admin = create_engine(PG_ADMIN_URL.replace("postgresql://", "postgresql+psycopg://"), isolation_level="AUTOCOMMIT")
-    if not args.sqlite:
-        with admin.connect() as conn:
-            conn.execute(text(f"DROP DATABASE IF EXISTS {PG_DB} WITH (FORCE)"))
-            conn.execute(text(f"CREATE DATABASE {PG_DB}"))
     ok = True
-    try:
-        with tempfile.TemporaryDirectory(prefix="bench-api-") as tmp:
-            url = f"sqlite:///{tmp}/bench.db" if args.sqlite else PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{PG_DB}"
+    with tempfile.TemporaryDirectory(prefix="bench-api-") as tmp:
+        url, cleanup = database(not args.sqlite, PG_DB, tmp, (args.operators, args.jobs, args.cases), args.keep)
+        try:
             settings = Settings(data_dir=Path(tmp), database_url=url)
-            upgrade(settings.resolved_database_url)
-            seed(settings.resolved_database_url, args.operators, args.jobs, args.cases)
+            print(f"\n{'SQLite' if args.sqlite else 'PostgreSQL'}, {args.requests} requests per endpoint")
             print(f"\n| {'endpoint':<78} | {'p50 ms':>7} | {'p99 ms':>7} | ok  |")
             print(f"|{'-' * 80}|{'-' * 9}|{'-' * 9}|-----|")
             for endpoint, times in measure(settings, args.requests, args.operators):
@@ -103,14 +97,8 @@ def main() -> int:
                 p99 = statistics.quantiles(times, n=100)[98]
                 ok &= p99 <= TARGET_P99_MS
                 print(f"| {endpoint[:78]:<78} | {p50:7.1f} | {p99:7.1f} | {'yes' if p99 <= TARGET_P99_MS else 'NO':<3} |")
-    finally:
-        from server import db
-
-        db.reset_caches()
-        if not args.sqlite:
-            with admin.connect() as conn:
-                conn.execute(text(f"DROP DATABASE IF EXISTS {PG_DB} WITH (FORCE)"))
-        admin.dispose()
+        finally:
+            cleanup()
     return 0 if ok else 1
 
 

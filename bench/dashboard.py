@@ -22,19 +22,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from seed import seed  # noqa: E402
+from seed import database  # noqa: E402
 
 from server.config import Settings  # noqa: E402
-from server.migrate import upgrade  # noqa: E402
 from server.services import tokens  # noqa: E402
 
-PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"
 PG_DB = "crosscheck_bench_dashboard"
 TARGETS_MS = {"overview": 300.0, "operator": 200.0}
 DEPTH_RUNS, DEPTH_CASES = 1000, 10  # --depth: a year of nightly runs per operator (issue 15)
@@ -110,34 +108,19 @@ def main() -> int:
     parser.add_argument("--depth", action="store_true",
                         help=f"{DEPTH_RUNS} runs per operator, {DEPTH_CASES} cases each (with --operators 100: 1M rows)")
     parser.add_argument("--gc-freeze", action="store_true", help="gc.freeze() once the app has started")
-    parser.add_argument("--postgres", action="store_true", help=f"use a dedicated database {PG_DB} on {PG_ADMIN_URL}")
+    parser.add_argument("--postgres", action="store_true", help=f"use a dedicated database {PG_DB} on the local server")
+    parser.add_argument("--keep", action="store_true", help="keep the seeded database for the next run (bench/seed.py)")
     args = parser.parse_args()
     if args.depth:
         args.jobs, args.cases = DEPTH_RUNS, DEPTH_CASES
     with tempfile.TemporaryDirectory(prefix="bench-dashboard-") as tmp:
-        if args.postgres:
-            admin = create_engine(PG_ADMIN_URL.replace("postgresql://", "postgresql+psycopg://"),
-                                  isolation_level="AUTOCOMMIT")
-            with admin.connect() as conn:
-                conn.execute(text(f"DROP DATABASE IF EXISTS {PG_DB} WITH (FORCE)"))
-                conn.execute(text(f"CREATE DATABASE {PG_DB}"))
-            url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{PG_DB}"
-        else:
-            url = f"sqlite:///{tmp}/bench.db"
-        settings = Settings(data_dir=Path(tmp), database_url=url)
+        url, cleanup = database(args.postgres, PG_DB, tmp, (args.operators, args.jobs, args.cases), args.keep)
         try:
-            upgrade(settings.resolved_database_url)
-            seed(settings.resolved_database_url, args.operators, args.jobs, args.cases)
+            settings = Settings(data_dir=Path(tmp), database_url=url)
             ok = report(measure(settings, args.requests, args.operators, args.gc_freeze),
                         ("PostgreSQL" if args.postgres else "SQLite") + (", gc.freeze()" if args.gc_freeze else ""))
         finally:
-            if args.postgres:
-                from server import db
-
-                db.reset_caches()
-                with admin.connect() as conn:
-                    conn.execute(text(f"DROP DATABASE IF EXISTS {PG_DB} WITH (FORCE)"))
-                admin.dispose()
+            cleanup()
     return 0 if ok else 1
 
 

@@ -212,3 +212,58 @@ def _sqlite_value(v: Any) -> Any:
     if isinstance(v, datetime):
         return v.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
     return v
+
+
+PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"
+KEEP_DIR = "/tmp/crosscheck-bench"
+
+
+def database(postgres: bool, name: str, tmp: str, sizes: tuple[int, int, int], keep: bool) -> tuple[str, Any]:
+    """(url, cleanup) of a migrated and seeded database. With keep, the database is named by its sizes,
+    survives the run and is reused by the next run with the same sizes (seed once, measure twice)."""
+    from pathlib import Path
+
+    from sqlalchemy import text
+
+    from server.config import Settings
+    from server.migrate import upgrade
+
+    label = "o{}_j{}_c{}".format(*sizes)
+    admin = create_engine(PG_ADMIN_URL.replace("postgresql://", "postgresql+psycopg://"), isolation_level="AUTOCOMMIT")
+    db_name = f"crosscheck_bench_{label}" if keep else name
+    if postgres:
+        url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{db_name}"
+        with admin.connect() as conn:
+            exists = conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": db_name}).first()
+            if exists and not keep:
+                conn.execute(text(f"DROP DATABASE {db_name} WITH (FORCE)"))
+            if not exists or not keep:
+                conn.execute(text(f"CREATE DATABASE {db_name}"))
+    else:
+        folder = Path(KEEP_DIR if keep else tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        url = f"sqlite:///{folder / (label + '.db' if keep else 'bench.db')}"
+    resolved = Settings(database_url=url).resolved_database_url
+    upgrade(resolved)
+    engine = create_engine(resolved)
+    with engine.connect() as conn:
+        have = conn.execute(text("SELECT count(*) FROM case_results")).scalar()
+    engine.dispose()
+    wanted = sizes[0] * sizes[1] * sizes[2]
+    if have == wanted and keep:
+        print(f"reusing {url} ({have} case results)", flush=True)
+    elif have:
+        raise SystemExit(f"{url} holds {have} case results, not {wanted}: drop it first")
+    else:
+        seed(resolved, *sizes)
+
+    def cleanup() -> None:
+        from server import db
+
+        db.reset_caches()
+        if postgres and not keep:
+            with admin.connect() as conn:
+                conn.execute(text(f"DROP DATABASE IF EXISTS {db_name} WITH (FORCE)"))
+        admin.dispose()
+
+    return url, cleanup

@@ -1,5 +1,6 @@
 """The job queue's contract, shared by its producer (server) and its consumer (worker), which
-import nothing of each other: the task name, one queue per mode, and the embedded broker.
+import nothing of each other: the task name, the queues (per mode, and per mode and pypto version),
+and the embedded broker.
 
 Imports nothing of ours but the runtime's modes (.importlinter).
 """
@@ -8,9 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from runtime.modes import MODES
+from runtime.pypto_api import REFERENCE_PYPTO
 
 TASK_RUN_JOB = "jobs.run"  # args: [job_id, attempt]
 QUEUES = MODES  # one queue per mode: the server sends each job to the queue named by its mode
+# A job that asks for a pypto version goes to "<mode>@<version>" (docs/versions.md §3); a worker consumes
+# the queues of its own pypto, and the plain mode queues only with the reference pypto.
+VERSION_SEP = "@"
 SQLA_PREFIX = "sqla+"
 # Where a single-host install (`crosscheck up`) keeps its files, the embedded broker among them,
 # so the server and the worker must agree on it.
@@ -32,3 +37,23 @@ def configure_sqlite_transport(broker_url: str, poll_s: float) -> None:
         from kombu.transport import sqlalchemy as sqla_transport
 
         sqla_transport.Transport.polling_interval = poll_s
+
+
+def queue_name(mode: str, pypto: str | None = None) -> str:
+    """`sim` for any job of the mode, `sim@0.2.0` for one that asks for that pypto."""
+    return f"{mode}{VERSION_SEP}{pypto}" if pypto else mode
+
+
+def parse_queue(name: str) -> tuple[str, str | None]:
+    """(mode, pypto version or None) of a queue name."""
+    mode, sep, version = name.partition(VERSION_SEP)
+    return mode, (version if sep else None)
+
+
+def worker_queues(modes: list[str], pypto: str | None) -> list[str]:
+    """What a worker with this pypto consumes for these modes: `<mode>@<its version>` always, and the plain
+    `<mode>` (jobs that ask for no version) only when its pypto is the reference one the project pins."""
+    queues = [queue_name(m, pypto) for m in modes] if pypto else []
+    if pypto == REFERENCE_PYPTO or pypto is None:
+        queues += list(modes)
+    return list(dict.fromkeys(queues))

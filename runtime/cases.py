@@ -9,6 +9,7 @@ from typing import Any
 
 from runtime.dtypes import ITEMSIZE, canonical_dtype
 from runtime.errors import SubmissionError
+from runtime.pypto_api import check_version
 from runtime.timing import TimingSpec, parse_spec
 
 INIT_KINDS = ("randn", "rand", "ones", "zeros", "arange")
@@ -51,6 +52,7 @@ class CaseFile:
     cases: list[CaseSpec]
     impl: str | None = None  # "file.py:function"
     golden: str | None = None
+    requires_pypto: str | None = None  # the pypto version the kernel was written for (docs/versions.md §3)
 
 
 def load_case_file(path: Path, default_name: str) -> CaseFile:
@@ -82,7 +84,18 @@ def load_case_file(path: Path, default_name: str) -> CaseFile:
         cases=cases,
         impl=_optional_ref(path.name, raw, "impl"),
         golden=_optional_ref(path.name, raw, "golden"),
+        requires_pypto=_optional_version(path.name, raw),
     )
+
+
+def _optional_version(where: str, raw: dict[str, Any]) -> str | None:
+    value = raw.get("requires_pypto")
+    if value is None:
+        return None
+    try:
+        return check_version(value, f"{where}: 'requires_pypto'")
+    except ValueError as exc:
+        raise SubmissionError(str(exc)) from None
 
 
 def _optional_ref(where: str, raw: dict[str, Any], key: str) -> str | None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from runtime import corroborate, skew, verdicts
+from runtime import corroborate, skew, verdict_diagnoses, verdicts
 from runtime.diagnose import diagnose
 from runtime.jobenv import JobDirs
 from runtime.jobfiles import JobFiles
@@ -23,6 +23,9 @@ MARKER_PATTERNS = {
     "precision_pass": re.compile(r"\[PRECISION_PASS\]"),
     "precision_fail": re.compile(r"\[PRECISION_FAIL\]"),
 }
+# Nothing of the kernel could be judged: a test function needs an argument we do not supply
+# (runtime.testmodule), or the test called a torch_npu fused op the SIM stand-in cannot run (runtime.standin).
+NOT_RUN_ERRORS = ("CannotCall", "NeedsRealNpu")
 MAX_DIFF = re.compile(r"max[ _]?diff(?:erence)?\s*[:=]\s*([-+0-9.eE]+|nan|inf)", re.IGNORECASE)
 
 
@@ -107,8 +110,8 @@ def _structural(report: dict[str, Any], failed: dict[str, Any] | None, mode: str
         return "oom"
     if died:
         return "crash"
-    if failed and (failed["stage"] in ("golden", "device") or failed.get("type") == "CannotCall"):
-        return "not_run"  # CannotCall: a test function needs an argument we do not supply (runtime.testmodule)
+    if failed and (failed["stage"] in ("golden", "device") or failed.get("type") in NOT_RUN_ERRORS):
+        return "not_run"
     if failed and failed["stage"] in (mode, "compare"):
         return "error"
     return "ok"
@@ -232,7 +235,8 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         resource_limit=limit_reason,
     )
     verdict, precision, reason = verdicts.decide(ev)
-    fail_stage = failed["stage"] if failed else (last_stage or ctx.mode)
+    fail_stage = verdict_diagnoses.failed_stage(failed["stage"] if failed else None, last_stage, ctx.mode, graph,
+                                                verdict)
     diagnoses: list[Diagnosis] = []
     if verdict not in ("pass", "sim_output_unwritten") or error is not None:
         diagnoses = diagnose(stage=fail_stage, mode=ctx.mode,
@@ -243,6 +247,7 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
             for d in diagnoses:
                 if not d.file:
                     d.file, d.line = error.file, error.line
+        diagnoses = verdict_diagnoses.lead(diagnoses, verdict, fail_stage, ctx.golden_fallback, graph)
     return CaseResult(
         operator=ctx.operator, case=ctx.case, description=ctx.description,
         shapes=ctx.shapes if ctx.shapes is not None else (launches[0].arg_shapes if launches else []),

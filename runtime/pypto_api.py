@@ -10,6 +10,7 @@ import hashlib
 import inspect
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,19 @@ from typing import Any
 
 INTROSPECT_TIMEOUT_S = 120.0
 FORMAT = 1
+# The pypto this project pins (pyproject.toml) and measured (docs/pypto.md): jobs that ask for no version
+# run on it (docs/versions.md §3).
+REFERENCE_PYPTO = "0.2.0"
+# A version as pip writes it (PEP 440 and local labels, e.g. 0.3.0.dev20260101+gabc123): no spaces, no "/".
+_VERSION = re.compile(r"[0-9][0-9A-Za-z.+!_-]{0,47}")
+
+
+def check_version(text: str, where: str) -> str:
+    """`text` stripped when it reads as a pypto version; ValueError naming `where` otherwise."""
+    value = text.strip() if isinstance(text, str) else ""
+    if not _VERSION.fullmatch(value):
+        raise ValueError(f"{where}: {text!r} is not a pypto version (e.g. 0.2.0 or 0.3.0.dev0+gabc123)")
+    return value
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """The composition root: settings, database, blobs, queue, routers, dashboard and sweeper.
 
-`app = create_app()` is what uvicorn serves; tests call `create_app(settings)`.
+Nothing is built at import: the serving process calls the factory (`uvicorn --factory
+server.main:create_app`, as `crosscheck api` and `crosscheck up` do); tests call `create_app(settings)`.
 """
 from __future__ import annotations
 
@@ -106,5 +107,3 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         app.openapi_schema = schema
     return app.openapi_schema
 
-
-app = create_app()

@@ -2,7 +2,8 @@
 
 The broker is not the source of truth (docs/platform.md §1: the SQLite transport never redelivers, a
 killed worker can lose its message), so every SWEEP_INTERVAL_S it:
-- re-queues running jobs whose heartbeat expired (a new attempt), or fails them after max_attempts;
+- re-queues running jobs whose heartbeat expired (a new attempt), or fails them after max_attempts,
+  each with a compare-and-set, so the sweepers of several API processes re-queue a job once;
 - re-sends queued jobs older than 2 x stale_job_s whose message may be lost, backing off per job
   (the claim is attempt-guarded, so a duplicate message is harmless, only wasted);
 - moves NPU jobs between queued and awaiting_npu as NPU workers come and go, and expires the ones
@@ -54,10 +55,11 @@ class Sweeper:
         with self.maker() as session, session.begin():
             report.npu = npu_wait.sweep(session, self.settings)
             for job in jobs.stale_jobs(session, self.settings.stale_job_s):
-                if jobs.requeue_or_fail(session, job, self.settings.max_attempts):
+                outcome = jobs.requeue_or_fail(session, job, self.settings.stale_job_s, self.settings.max_attempts)
+                if outcome == jobs.REQUEUED:
                     report.requeued.append(job.id)
                     sends.append((job.id, job.attempts, job.queue, job.timeout_s))
-                else:
+                elif outcome == jobs.GAVE_UP:
                     report.failed.append(job.id)
             now, waiting = time.monotonic(), set()
             for job in jobs.queued_jobs(session, resend_after):

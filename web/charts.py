@@ -49,6 +49,8 @@ class Chart:
     plot_h: int = HEIGHT - TOP - BOTTOM
     empty: bool = False
     notes: list[str] = field(default_factory=list)
+    band: dict[str, Any] | None = None  # web.diff_chart: the clamped garbage band at the top
+    compact: list[dict[str, Any]] | None = None  # one run: its numbers as a small figure
 
 
 def _finite(v: Any) -> bool:
@@ -67,54 +69,6 @@ def _x_ticks(runs: list[dict[str, Any]], xs: list[float], most: int = 8) -> list
     return [{"x": xs[i], "label": f"#{runs[i]['job_id']}"} for i in range(0, len(runs), step)]
 
 
-def diff_history(points: list[dict[str, Any]]) -> Chart:
-    """max |diff| per run on a log scale: SIM raw, graph verify and NPU, with the tolerance line."""
-    runs = sorted(points, key=lambda p: p["job_id"])
-    xs = _x_positions(len(runs))
-    raw: list[tuple[str, str, float, Any, dict[str, Any]]] = []  # (series, css, x, value, run)
-    for x, run in zip(xs, runs):
-        if run["mode"] == "sim":
-            raw.append(("SIM raw", "sim", x, run["max_abs_diff"], run))
-            raw.append(("graph verify", "graph", x, run["graph_max_abs_diff"], run))
-        else:
-            raw.append(("NPU", "npu", x, run["max_abs_diff"], run))
-    tols = [r["atol"] for r in runs if _finite(r["atol"]) and r["atol"] > 0]
-    tol = tols[-1] if tols else None
-    positive = [v for *_, v, _ in raw if _finite(v) and v > 0] + ([tol] if tol else [])
-    if not positive and not any(_finite(v) for *_, v, _ in raw):
-        return Chart("max |diff| per run", "max |diff| (log)", [], [], [], empty=True)
-    lo = math.floor(math.log10(min(positive))) if positive else -6
-    hi = math.ceil(math.log10(max(positive))) if positive else 0
-    zero_at = lo - ZERO_FLOOR_DECADES
-    lo = zero_at if any(_finite(v) and v == 0 for *_, v, _ in raw) else lo
-    hi = max(hi, lo + 1)
-    plot_h = HEIGHT - TOP - BOTTOM
-
-    def y_of(decade: float) -> float:
-        return TOP + plot_h * (hi - decade) / (hi - lo)
-
-    series: dict[str, Series] = {}
-    notes: set[str] = set()
-    for name, css, x, value, run in raw:
-        s = series.setdefault(name, Series(name, css))
-        if not _finite(value):
-            if value is not None:
-                notes.add(f"{name}: non-finite values are left out")
-            continue
-        exact = value <= 0
-        decade = zero_at if exact else math.log10(value)
-        shown = "0 (exact)" if exact else f"{value:.3g}"
-        s.points.append({"x": x, "y": y_of(decade), "marker": "zero" if exact else "",
-                         "title": f"{name} · job #{run['job_id']} · max |diff| {shown}"})
-    step = max(1, math.ceil((hi - lo) / 8))
-    y_ticks = [{"y": y_of(d), "label": "0" if d == zero_at and d < math.log10(min(positive or [1])) else f"1e{d}"}
-               for d in range(lo, hi + 1, step)]
-    tolerance = {"y": y_of(math.log10(tol)), "label": f"atol {tol:.3g}"} if tol else None
-    ordered = [series[n] for n in ("SIM raw", "graph verify", "NPU") if n in series]
-    return Chart("max |diff| per run", "max |diff| (log)", ordered, y_ticks, _x_ticks(runs, xs), tolerance,
-                 notes=sorted(notes))
-
-
 def linear_trend(points: list[dict[str, Any]], key: str, name: str, css: str, unit: str,
                  scale: float = 1.0) -> Chart:
     """One value per SIM run on a linear scale (AICore µs, utilisation)."""
@@ -122,6 +76,10 @@ def linear_trend(points: list[dict[str, Any]], key: str, name: str, css: str, un
     if not runs:
         return Chart(name, unit, [], [], [], empty=True)
     values = [p[key] * scale for p in runs]
+    if len(runs) == 1:  # one run: a number, not an empty chart
+        chart = Chart(name, unit, [], [], [], width=SMALL_WIDTH, height=SMALL_HEIGHT)
+        chart.compact = [{"name": name, "text": f"{values[0]:.3g} {unit}", "css": ""}]
+        return chart
     hi = _nice(max(values)) or 1.0
     plot_h = SMALL_HEIGHT - TOP - BOTTOM
     xs = _x_positions(len(runs), SMALL_WIDTH)

@@ -131,6 +131,22 @@ def duration(seconds: Any) -> str:
     return f"{minutes // 60} h {minutes % 60} min"
 
 
+def ago(value: datetime | None, now: datetime | None = None) -> str:
+    """How long ago: '40 s', '12 min', '3 h', '5 d'."""
+    if value is None:
+        return "never"
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    s = max(0.0, ((now or datetime.now(UTC)) - value).total_seconds())
+    if s < 120:
+        return f"{s:.0f} s"
+    if s < 7200:
+        return f"{s / 60:.0f} min"
+    if s < 172800:
+        return f"{s / 3600:.0f} h"
+    return f"{s / 86400:.0f} d"
+
+
 def percent(value: Any) -> str:
     return "—" if value is None else f"{float(value) * 100:.3g} %"
 
@@ -189,6 +205,6 @@ def ticks(text: Any) -> Markup:
     return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped))
 
 
-FILTERS = {"ticks": ticks, "diagnosis_rules": diagnosis_rules, "graph_cell": graph_cell, "sim_diff_of": sim_diff, "slug": slug, "structure": structure,
+FILTERS = {"ago": ago, "ticks": ticks, "diagnosis_rules": diagnosis_rules, "graph_cell": graph_cell, "sim_diff_of": sim_diff, "slug": slug, "structure": structure,
            "sig": sig, "magnitude": magnitude, "duration": duration, "percent": percent, "iso": iso,
            "utc_text": utc_text, "verdict_label": label}

@@ -11,7 +11,7 @@ from server.api.deps import SessionDep
 from server.models.base import utcnow
 from server.services import commit_history, history, queries
 from server.services.combined import FLAGGED
-from web import charts
+from web import charts, diff_chart
 from web.deps import Reader, render
 from web.errors import HtmlRoute
 from web.overview import operator_row
@@ -40,7 +40,7 @@ def operator_page(request: Request, name: str, session: SessionDep, caller: Read
     row = operator_row(operator, queries.case_summaries(session, [operator.id])[operator.id])
     return render(request, "operator.html", caller, op=operator, row=row, history=runs, range=range,
                   flagged=operator.combined_verdict in FLAGGED,
-                  diff_chart=charts.diff_history(runs),
+                  diff_chart=diff_chart.build(runs, queries.graph_failed_jobs(session, [p["job_id"] for p in runs])),
                   time_chart=charts.linear_trend(runs, "aicore_time_us", "AICore time", "cost", "µs"),
                   util_chart=charts.linear_trend(runs, "utilization", "utilisation", "util", "%", scale=100),
                   jobs=queries.recent_jobs(session, RECENT_JOBS, operator_id=operator.id),

@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse
 from server.api.deps import SessionDep
 from server.errors import InvalidInput
 from server.models.base import utcnow
+from server.models.job import QUEUED, RUNNING
 from server.services import coverage, queries
 from server.services.combined import COMBINED, FLAGGED
 from web import format as fmt
@@ -20,6 +21,8 @@ from web.errors import HtmlRoute
 
 router = APIRouter(route_class=HtmlRoute)
 PER_PAGE_CHOICES = (25, 50, 100, 200)
+ACTIVE = (QUEUED, RUNNING)  # while any job is in these states the overview refreshes itself
+REFRESH_S = 10
 SINCE = {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7), "30d": timedelta(days=30)}
 
 
@@ -53,7 +56,8 @@ def overview(request: Request, session: SessionDep, caller: Reader,
     params = {"verdict": f.verdict, "mode": mode, "branch": branch, "author": author, "since": since, "q": q,
               "per_page": per_page if per_page != 50 else ""}
     pages = max(1, -(-total // per_page))
-    return render(request, "overview.html", caller,
+    active = sum(n for (_q, status), n in queries.jobs_by_state(session).items() if status in ACTIVE)
+    return render(request, "overview.html", caller, active=active, refresh_s=REFRESH_S,
                   rows=[operator_row(op, cases.get(op.id, [])) for op in operators], total=total,
                   counts=queries.verdict_counts(session), verdicts=COMBINED, flagged=FLAGGED, f=f,
                   params=params, mode=mode, since=since, since_choices=list(SINCE), page=page, pages=pages,

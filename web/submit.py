@@ -13,7 +13,7 @@ from server.api.deps import (
     SettingsDep,
     enqueue_after_commit,
 )
-from server.services import submissions
+from server.services import submissions, workers
 from web.deps import Submitter, render
 from web.errors import HtmlRoute
 
@@ -21,9 +21,11 @@ router = APIRouter(route_class=HtmlRoute)
 
 
 @router.get("/submit", response_class=HTMLResponse, name="submit")
-def submit_form(request: Request, caller: Submitter, settings: SettingsDep) -> HTMLResponse:
+def submit_form(request: Request, caller: Submitter, settings: SettingsDep, session: SessionDep) -> HTMLResponse:
+    serving = workers.serving(session, settings.job_heartbeat_s, tuple(MODES))
     return render(request, "submit.html", caller, modes=MODES,
-                  max_upload_mb=settings.max_upload_bytes / 1024 / 1024)
+                  max_upload_mb=settings.max_upload_bytes / 1024 / 1024,
+                  unserved={m: s for m, s in serving.items() if not s["online"]})
 
 
 @router.post("/submit", name="submit_post")

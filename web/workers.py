@@ -22,7 +22,9 @@ def workers_page(request: Request, session: SessionDep, settings: SettingsDep, c
     rows: list[dict[str, Any]] = [{"w": w, "online": workers.is_online(w, settings.job_heartbeat_s), "caps": w.capabilities or {}}
             for w in queries.list_workers(session)]
     depths = queries.queue_depths(session)
+    serving = workers.serving(session, settings.job_heartbeat_s, QUEUES)
     return render(request, "workers.html", caller, rows=rows, can_release=caller.allows("admin"),
+                  unserved={m: s for m, s in serving.items() if not s["online"]},
                   online=sum(1 for r in rows if r["online"]),
                   depths={q: depths.get(q, {"queued": 0, "awaiting_npu": 0, "running": 0}) for q in (*QUEUES, *sorted(set(depths) - set(QUEUES)))},
                   npu_rows=[r for r in rows if "npu" in (r["caps"].get("modes") or r["w"].queues or [])])

@@ -10,7 +10,8 @@ from __future__ import annotations
 from celery import Celery
 from kombu import Queue
 
-from jobqueue import QUEUES, SQLA_PREFIX, TASK_RUN_JOB, configure_sqlite_transport
+from jobqueue import QUEUES, SQLA_PREFIX, TASK_RUN_JOB, configure_sqlite_transport, worker_queues
+from runtime.pypto_api import installed_version
 from worker.config import WorkerSettings, get_settings
 from worker.capabilities import host_modes
 
@@ -42,7 +43,8 @@ def create_app(settings: WorkerSettings | None = None) -> Celery:
     app.conf.update(
         broker_transport_options=transport_options,
         broker_connection_retry_on_startup=True,
-        task_queues=[Queue(name) for name in QUEUES if name in modes],
+        # ...and of those, the queues of its own pypto (docs/versions.md §3).
+        task_queues=[Queue(name) for name in worker_queues([m for m in QUEUES if m in modes], installed_version())],
         task_default_queue="sim",
         task_routes={TASK_RUN_JOB: {"queue": "sim"}},  # the server names the queue per job (its mode)
         task_acks_late=True,  # a job's message goes only once the job is done...

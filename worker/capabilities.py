@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from jobqueue import parse_queue
 from runtime import calculator, graph_verify
 from runtime.modes import MODES
 from runtime.errors import NO_NPU_MESSAGE
@@ -25,6 +26,19 @@ STOP_GRACE_S = 10.0
 
 class NoNpuHost(SystemExit):
     """An NPU worker was asked to start on a host without a usable NPU (exits the worker with the message)."""
+
+
+class WrongPypto(SystemExit):
+    """A worker was asked to consume the queue of a pypto version it does not have."""
+
+
+def check_versions(queues: list[str]) -> None:
+    """Refuse `sim@X` unless this host's pypto is X (docs/versions.md §3)."""
+    installed = environment().pypto
+    for queue in queues:
+        _, version = parse_queue(queue)
+        if version is not None and version != installed:
+            raise WrongPypto(f"refusing to consume {queue}: this worker has pypto {installed}, not {version}")
 
 
 def host_modes(npu: NpuHost | None = None) -> list[str]:

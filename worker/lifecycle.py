@@ -9,14 +9,17 @@
 from __future__ import annotations
 
 import logging
+import os
 import socket
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from celery import signals
 
+from jobqueue import parse_queue
 from runtime.npu_probe import NpuHost
-from worker.capabilities import CalculatorBuild, capabilities, check_queues, probe_npu
+from worker.capabilities import CalculatorBuild, capabilities, check_queues, check_versions, probe_npu
 from worker.card_health import CardLedger
 from worker.card_pool import CardPool
 from worker.client import ApiClient
@@ -66,8 +69,16 @@ def _make_context(hostname: str) -> WorkerContext:
     return WorkerContext(
         api=ApiClient(settings.api_url, settings.worker_token), name=hostname,
         cache_dir=settings.resolved_cache_dir, heartbeat_s=settings.job_heartbeat_s, cards=pool, ledger=ledger,
-        parallel=max(1, settings.case_parallel),
+        parallel=max(1, settings.case_parallel), hide_paths=service_paths(settings),
     )
+
+
+def service_paths(settings: WorkerSettings) -> list[Path]:
+    """The service's files no job may see (its mount namespace covers them, docs/SECURITY.md): the
+    data dir (on a single host also the server's databases, bundles and logs), the NPU card state,
+    and HIDE_FROM_JOBS (e.g. a BLOB_DIR outside the data dir)."""
+    paths = [settings.data_dir.resolve(), settings.resolved_npu_state_dir]
+    return paths + [Path(p).resolve() for p in settings.hide_from_jobs.split(os.pathsep) if p.strip()]
 
 
 def npu_cards(settings: WorkerSettings) -> tuple[CardPool | None, CardLedger | None]:
@@ -88,7 +99,8 @@ def _on_celeryd_init(sender: str, options: dict[str, Any] | None = None, **_: An
     main = _main_process
     main.queues = _queues((options or {}).get("queues"))
     main.hostname = sender
-    modes = [q.partition(".")[0] for q in main.queues]
+    modes = [parse_queue(q)[0] for q in main.queues]
+    check_versions(main.queues)  # raises WrongPypto (a SystemExit) for a queue of another pypto
     main.npu = probe_npu(modes, get_settings().allowed_npu_devices)
     check_queues(modes, main.npu)  # raises NoNpuHost (a SystemExit) naming what is missing
     if main.npu is not None:
@@ -100,7 +112,7 @@ def _on_process_init(**_: Any) -> None:
     global _ctx
     _ctx = _make_context(_main_process.hostname or socket.gethostname())
     queues = _main_process.queues or ["sim"]
-    _ctx.warm(queues[0]).prestart()  # the first queue's mode; others start with their first job
+    _ctx.warm(parse_queue(queues[0])[0]).prestart()  # the first queue's mode; others start with their first job
 
 
 @signals.worker_process_shutdown.connect

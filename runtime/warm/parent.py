@@ -48,6 +48,7 @@ class _Running:
     fd: int
     deadline: float
     chunks: list[bytes] = field(default_factory=list)
+    cancelled: bool = False
 
 
 def serve(fd: int, mode: str, scratch: str) -> None:
@@ -90,6 +91,11 @@ def serve(fd: int, mode: str, scratch: str) -> None:
                 if request.get("op") == "quit":
                     accepting = False
                     continue
+                if request.get("op") == "cancel":  # every running job: its leader kills it and reports
+                    for job in running.values():
+                        job.cancelled = True
+                        os.kill(job.pid, signal.SIGTERM)
+                    continue
                 job = _start_leader(request, sock, list(running))
                 running[job.fd] = job
         for fd_ in [f for f in ready if isinstance(f, int)]:
@@ -105,6 +111,8 @@ def serve(fd: int, mode: str, scratch: str) -> None:
                 report = json.loads(b"".join(job.chunks))
             except ValueError:
                 report = {"leader_error": "job leader died without a report"}
+            if job.cancelled:
+                report["cancelled"] = True  # also when SIGTERM came before the leader could catch it
             if accepting:
                 send({**report, "id": job.request_id})
 

@@ -29,6 +29,8 @@ MULTIPART_SCHEMA: dict[str, Any] = {
         "cases": {"type": "array", "items": {"type": "string"}, "description": "run only these case ids"},
         "branch": {"type": "string"}, "commit": {"type": "string"}, "author": {"type": "string"},
         "suite_run_id": {"type": "integer"},
+        "pypto": {"type": "string", "description": "the pypto version the kernel was written for; its jobs go only "
+                                                   "to workers with it (docs/versions.md)"},
     },
 }
 OPENAPI_BODY = {"requestBody": {"required": True, "content": {

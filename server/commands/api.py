@@ -34,5 +34,5 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT)
-    uvicorn.run("server.main:app", host=args.host, port=args.port, log_level=args.log_level)
+    uvicorn.run("server.main:create_app", factory=True, host=args.host, port=args.port, log_level=args.log_level)
     return 0

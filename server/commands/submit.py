@@ -62,6 +62,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--branch", default=None, metavar="NAME", help="label: the branch the kernel comes from")
     p.add_argument("--commit", default=None, metavar="SHA", help="label: the commit the kernel comes from")
     p.add_argument("--author", default=None, metavar="NAME", help="label: who wrote the kernel")
+    p.add_argument("--pypto", default=None, metavar="VERSION",
+                   help="the pypto version the kernel was written for: only workers with it run the jobs")
     p.add_argument("--wait", action="store_true", help="wait for the jobs and print their reports")
     p.add_argument("--wait-timeout", "--timeout", dest="wait_timeout", type=float, default=None, metavar="S",
                    help="with --wait, give up waiting after S seconds, exit 3; the jobs go on (default: wait for ever)")
@@ -69,8 +71,28 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=run)
 
 
-def bundle(path: Path) -> tuple[str, bytes]:
-    """(filename, bytes) to upload: a folder as a deterministic zip, a file as it is."""
+def bundle(path: Path, operator: str | None = None) -> tuple[str, bytes]:
+    """(filename, bytes) to upload: a folder as a deterministic zip, a file as it is.
+
+    Inside a checkout (docs/realops.md §5) only what the job needs is packed: a test file with what it imports,
+    or one operator of a checkout folder (`operator` chooses when there are several).
+    """
+    from runtime import discover
+    from runtime.errors import SubmissionError
+
+    try:
+        if path.is_dir() and not (path / "test_cases.json").is_file():
+            found = [op for op in discover.discover(path, [operator] if operator else None) if op.route != "none"]
+            if len(found) != 1:
+                names = ", ".join(op.name for op in found) or "none runnable"
+                raise Unusable(f"{path}: a checkout with {len(found)} runnable operators ({names}); choose one with "
+                               "--operator NAME")
+            return f"{found[0].name}.zip", discover.pack(path, found[0])
+        test = discover.of_test_file(path) if path.is_file() and path.suffix == ".py" else None
+        if test is not None:
+            return f"{path.stem}.zip", discover.pack(imports_root(path), test)
+    except SubmissionError as exc:
+        raise Unusable(str(exc)) from None
     if path.is_dir():
         return f"{path.resolve().name}.zip", zip_folder(path)
     if path.is_file():
@@ -78,6 +100,14 @@ def bundle(path: Path) -> tuple[str, bytes]:
             raise Unusable(f"{path}: upload an operator package (folder, .zip, .tar.gz) or a .py script")
         return path.name, path.read_bytes()
     raise Unusable(f"{path}: no such file or folder")
+
+
+def imports_root(test_file: Path) -> Path:
+    from runtime.imports import tree_root
+
+    root = tree_root(test_file)
+    assert root is not None  # discover.of_test_file found it
+    return root
 
 
 def zip_folder(folder: Path) -> bytes:
@@ -144,14 +174,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, err: Console) -> int:
-    filename, data = bundle(args.path)
+    filename, data = bundle(args.path, args.operator)
     token = resolve_token(args.token)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     with httpx.Client(base_url=args.server.rstrip("/"), headers=headers, timeout=60.0) as http:
         server = Server(http, args.server)
         form: dict[str, str | list[str]] = {"modes": list(dict.fromkeys(args.mode or ["sim"])), "cases": args.case}
         form.update({k: v for k, v in (("operator", args.operator), ("branch", args.branch),
-                                       ("commit", args.commit), ("author", args.author)) if v})
+                                       ("commit", args.commit), ("author", args.author),
+                                       ("pypto", args.pypto)) if v})
         # One key for this invocation: a retried upload cannot create a second submission.
         key = uuid.uuid4().hex
         accepted = server.call("POST", "/submissions", tries=3, data=form, files={"file": (filename, data)},

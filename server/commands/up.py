@@ -120,7 +120,7 @@ def _ready(url: str) -> bool:
 
 
 def _api_command(host: str, port: int) -> list[str]:
-    return [sys.executable, "-m", "uvicorn", "server.main:app", "--host", host, "--port", str(port),
+    return [sys.executable, "-m", "uvicorn", "--factory", "server.main:create_app", "--host", host, "--port", str(port),
             "--log-level", "info"]
 
 

@@ -1,5 +1,9 @@
 """`crosscheck worker`: start a Celery worker for the sim and/or npu queue.
 
+A worker consumes the queues of its own pypto version (`sim@0.2.0`), and the plain mode queues only with
+the reference pypto (docs/versions.md §3): a worker with a pypto built from source takes only the jobs
+that ask for that version.
+
 The server package never imports worker modules: the worker runs as `python -m celery -A
 worker.app worker` in a child process, configured through the environment (server.config).
 """
@@ -9,7 +13,7 @@ import argparse
 import os
 import sys
 
-from jobqueue import QUEUES
+from jobqueue import QUEUES, worker_queues
 from server.commands import local
 
 
@@ -32,7 +36,8 @@ def celery_command(queues: list[str], concurrency: int = 1, name: str | None = N
                    loglevel: str = "INFO") -> list[str]:
     """The worker's command line. Gossip, mingle and the event heartbeat are broadcast features the
     embedded SQLite broker does not serve; the worker posts its own heartbeat to the API instead."""
-    node = name or f"{'+'.join(queues)}@%h"
+    modes = dict.fromkeys(q.partition("@")[0] for q in queues)  # versioned queues: "sim@0.2.0"
+    node = name or f"{'+'.join(modes)}@%h"
     if "@" not in node:
         node += "@%h"
     return [sys.executable, "-m", "celery", "-A", "worker.app", "worker", "--loglevel", loglevel,
@@ -109,5 +114,9 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     # A session of its own: a terminal's Ctrl-C reaches Celery once, through us, not twice.
-    proc = local.start(celery_command(queues, concurrency, args.name, args.log_level.upper()), env)
+    from runtime.pypto_api import installed_version
+
+    consumed = worker_queues(queues, installed_version())
+    print(f"consuming {', '.join(consumed)} (pypto {installed_version() or 'not installed'})", file=sys.stderr)
+    proc = local.start(celery_command(consumed, concurrency, args.name, args.log_level.upper()), env)
     return local.wait_forwarding_signals(proc)

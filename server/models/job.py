@@ -30,7 +30,7 @@ class Job(Base):
     submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
     operator_id: Mapped[int] = mapped_column(ForeignKey("operators.id", ondelete="CASCADE"), index=True)
     mode: Mapped[str] = mapped_column(String(8))
-    queue: Mapped[str] = mapped_column(String(16))
+    queue: Mapped[str] = mapped_column(String(64))  # the mode, or "<mode>@<pypto version>" (jobqueue.queue_name)
     status: Mapped[str] = mapped_column(String(16), default=QUEUED, index=True)
     attempts: Mapped[int] = mapped_column(Integer, default=1)
     worker: Mapped[str | None] = mapped_column(String(200))

@@ -24,6 +24,9 @@ class SubmissionCreate(BaseModel):
     cases: list[str] = Field(default_factory=list, description="run only these case ids")
     labels: SubmissionLabels = Field(default_factory=lambda: SubmissionLabels())
     suite_run_id: int | None = Field(default=None, ge=1, le=2**63 - 1)
+    pypto: str | None = Field(default=None, max_length=48,
+                              description="the pypto version the kernel was written for; its jobs go only to "
+                                          "workers with it (docs/versions.md)")
 
     @model_validator(mode="after")
     def _one_name(self) -> SubmissionCreate:

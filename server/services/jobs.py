@@ -125,17 +125,36 @@ def stale_jobs(session: Session, stale_s: float) -> list[Job]:
     return list(session.scalars(select(Job).where(Job.status == RUNNING, Job.heartbeat_at < limit)))
 
 
-def requeue_or_fail(session: Session, job: Job, max_attempts: int) -> bool:
-    """A lost job goes back to the queue as a new attempt; True when it should be enqueued."""
+REQUEUED, GAVE_UP = "requeued", "gave_up"
+
+
+def requeue_or_fail(session: Session, job: Job, stale_s: float, max_attempts: int) -> str | None:
+    """A lost job goes back to the queue as a new attempt (REQUEUED: enqueue it), or fails after
+    max_attempts (GAVE_UP).
+
+    A compare-and-set, like claim(): the row changes only while it is still this running attempt
+    with an expired heartbeat. Every API process runs a sweeper; when two race for the same job,
+    the second finds the row changed and gets None, so the job is re-queued (and sent) once.
+    """
+    now = utcnow()
+    guard = (Job.id == job.id, Job.status == RUNNING, Job.attempts == job.attempts,
+             Job.heartbeat_at < now - timedelta(seconds=stale_s))
     if job.attempts >= max_attempts:
-        finish(job, ERROR, f"worker lost {job.attempts} time(s) (no heartbeat); giving up")
-        return False
-    job.attempts += 1
-    job.status = QUEUED
-    job.worker = job.claim_token_id = None
-    job.queued_at = utcnow()
-    job.error = f"re-queued: worker lost during attempt {job.attempts - 1}"
-    return True
+        outcome = GAVE_UP
+        values: dict[str, Any] = {"status": ERROR, "finished_at": now,
+                                  "error": f"worker lost {job.attempts} time(s) (no heartbeat); giving up"}
+        if job.started_at is not None:
+            start = job.started_at if job.started_at.tzinfo else job.started_at.replace(tzinfo=now.tzinfo)
+            values["duration_s"] = (now - start).total_seconds()
+    else:
+        outcome = REQUEUED
+        values = {"status": QUEUED, "attempts": job.attempts + 1, "worker": None, "claim_token_id": None,
+                  "queued_at": now, "error": f"re-queued: worker lost during attempt {job.attempts}"}
+    result = session.execute(update(Job).where(*guard).values(**values).execution_options(synchronize_session=False))
+    if result.rowcount != 1:
+        return None  # another sweeper got there first, or the worker's heartbeat came back
+    session.refresh(job)  # the update went behind the identity map's back
+    return outcome
 
 
 def queued_jobs(session: Session, older_than_s: float) -> list[Job]:

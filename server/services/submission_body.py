@@ -49,7 +49,7 @@ async def _from_json(request: Request, settings: Settings) -> NewSubmission:
         filename, data = PurePosixPath(only).name, payload.files[only].encode()  # a single script
     return NewSubmission(filename=filename, data=data, modes=list(payload.modes), operator=name,
                                      cases=payload.cases, labels=payload.labels.model_dump(exclude_none=True),
-                                     suite_run_id=payload.suite_run_id)
+                                     suite_run_id=payload.suite_run_id, pypto=payload.pypto)
 
 
 async def _from_form(request: Request, settings: Settings) -> NewSubmission:
@@ -76,7 +76,7 @@ async def _read_form(form: FormData, settings: Settings) -> NewSubmission:
         filename=upload.filename or "submission", data=data, operator=names.pop() if names else None,
         modes=_split_repeatable([str(v) for v in form.getlist("modes")]) or ["sim"],
         cases=_split_repeatable([str(v) for v in form.getlist("cases")]), labels=labels,
-        suite_run_id=int(raw_suite) if raw_suite else None)
+        suite_run_id=int(raw_suite) if raw_suite else None, pypto=text.get("pypto") or None)
 
 
 async def read(request: Request, settings: Settings) -> NewSubmission:

@@ -22,7 +22,7 @@ from server.config import Settings
 from server.errors import Conflict, InvalidInput, PayloadTooLarge
 from server.models import Job, Operator, Submission, SuiteRun
 from server.models.base import utcnow
-from server.services import audit, npu_wait
+from server.services import audit, npu_wait, pypto_route
 
 JOB_OVERHEAD_S = 120.0  # warm parent start, discovery and reporting on top of the cases
 SUFFIXES = (".tar.gz", ".tgz", ".zip", ".py")
@@ -40,13 +40,15 @@ class NewSubmission:
     idempotency_key: str | None = None
     submitted_by: str = ""
     token_id: int | None = None  # the caller's token: Idempotency-Keys are unique per token
+    pypto: str | None = None  # the pypto version asked for (server/services/pypto_route.py)
 
     def request_fields(self) -> dict[str, Any]:
         """What an Idempotency-Key replay must repeat: the bundle and everything that shapes the jobs."""
         return {"bundle": hashlib.sha256(self.data).hexdigest(), "modes": list(dict.fromkeys(self.modes or ["sim"])),
                 "operator": (self.operator or "").strip(), "cases": list(self.cases),
                 "labels": {k: str(v) for k, v in sorted((self.labels or {}).items()) if v not in (None, "")},
-                "suite_run_id": self.suite_run_id}
+                "suite_run_id": self.suite_run_id,
+                **({"pypto": self.pypto} if self.pypto else {})}  # absent when unset: older keys still match
 
     def request_sha256(self) -> str:
         return hashlib.sha256(json.dumps(self.request_fields(), sort_keys=True).encode()).hexdigest()
@@ -118,6 +120,10 @@ def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmi
     operator_name = (new.operator or checked.name).strip()
     if not operator_name or len(operator_name) > 200:
         raise InvalidInput("operator name must be 1-200 characters")
+    version = pypto_route.requested_version(
+        new.pypto, checked.case_file.requires_pypto if checked.case_file else None)
+    queues = pypto_route.queues_for(modes, version)
+    pypto_route.check_served(session, settings, queues)  # Conflict when no online worker has that pypto
     digest, rel = store.put_bundle(new.data, _suffix(new.filename))
     operator = _get_or_create_operator(session, operator_name)
     labels = {k: str(v) for k, v in (new.labels or {}).items() if v not in (None, "")}
@@ -131,7 +137,7 @@ def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmi
     audit.record(session, new.submitted_by, audit.SUBMIT, f"submission {sub.id}", new.token_id,
                  operator=operator_name, modes=modes, bundle_sha256=digest)
     n_cases = len(new.cases) or (len(known) if known else 1)
-    jobs = [Job(submission_id=sub.id, operator_id=operator.id, mode=mode, queue=mode,
+    jobs = [Job(submission_id=sub.id, operator_id=operator.id, mode=mode, queue=queues[mode],
                 timeout_s=settings.case_timeout_s * n_cases + JOB_OVERHEAD_S, case_count=n_cases,
                 submitted_by=new.submitted_by, queued_at=utcnow()) for mode in modes]
     session.add_all(jobs)

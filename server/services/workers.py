@@ -4,6 +4,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from server.errors import Conflict, NotFound, PermissionDenied
@@ -61,6 +62,24 @@ def is_online(worker: Worker, heartbeat_s: float, now: datetime | None = None) -
     now = now or utcnow()
     last = worker.last_heartbeat if worker.last_heartbeat.tzinfo else worker.last_heartbeat.replace(tzinfo=timezone.utc)
     return now - last <= timedelta(seconds=ONLINE_HEARTBEATS * heartbeat_s)
+
+
+def serving(session: Session, heartbeat_s: float, modes: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """Per mode: how many online workers serve it and when one was last seen (any state).
+
+    A worker serves a mode it reports among its capabilities' modes (an NPU worker whose cards are
+    all quarantined does not), or, without capabilities, a queue it consumes."""
+    out: dict[str, dict[str, Any]] = {m: {"online": 0, "last_seen": None} for m in modes}
+    for worker in session.scalars(select(Worker)):
+        caps = (worker.capabilities or {}).get("modes")
+        for mode in modes:
+            if mode not in (caps if caps is not None else worker.queues or []):
+                continue
+            entry = out[mode]
+            entry["online"] += int(is_online(worker, heartbeat_s))
+            if entry["last_seen"] is None or worker.last_heartbeat > entry["last_seen"]:
+                entry["last_seen"] = worker.last_heartbeat
+    return out
 
 
 def release_card(session: Session, name: str, card: int) -> int:

@@ -115,7 +115,7 @@ class Stack:
             out.close()
 
     def start_api(self) -> None:
-        self.api = self._spawn([sys.executable, "-m", "uvicorn", "server.main:app", "--host", "127.0.0.1",
+        self.api = self._spawn([sys.executable, "-m", "uvicorn", "--factory", "server.main:create_app", "--host", "127.0.0.1",
                                 "--port", str(self.port)], "api.log")
         self.wait(lambda: self._ready(), START_DEADLINE_S, "the API to answer /readyz", self.logs / "api.log")
 

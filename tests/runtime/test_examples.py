@@ -106,3 +106,24 @@ def test_stopping_after_the_first_case_leaves_the_warm_parent_usable(warm_sim, t
     assert report.cancelled and len(report.cases) == 1 and seen == [report.cases[0].case]
     again = run_submission(EXAMPLES / "relu", RunOptions(graph_verify=False, work_dir=tmp_path / "again"), warm=warm_sim)
     assert {c.verdict for c in again.cases} == {"sim_output_unwritten"}
+
+
+CHECKOUT_OPS = [(tree, name, spec) for tree, ops in sorted(MANIFEST.get("checkouts", {}).items())
+                for name, spec in sorted(ops.items())]
+
+
+@pytest.mark.parametrize("tree,name,spec", [pytest.param(*o, marks=pytest.mark.slow) if o[2].get("slow") else o
+                                            for o in CHECKOUT_OPS], ids=[f"{t}:{n}" for t, n, _ in CHECKOUT_OPS])
+def test_checkout_operators(warm_sim, calculator_cache, tmp_path, tree, name, spec):
+    """Each operator of a gym-shaped checkout, found and run as `crosscheck run CHECKOUT --op NAME` does."""
+    from runtime.discover import discover, load
+
+    (op,) = discover(EXAMPLES / tree, [name])
+    assert (op.route, op.cases) == (spec["route"], spec["cases"]), op.problem
+    report = run_submission(EXAMPLES / tree, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path), warm=warm_sim,
+                            loaded=load(EXAMPLES / tree, op))
+    assert [c.case for c in report.cases] == spec["cases"]
+    for case in report.cases:
+        assert case.verdict == spec["sim"], (case.case, case.verdict_reason, case.error)
+        assert case.graph_verify["status"] == spec["graph"], case.graph_verify
+        assert case.kernel_launches >= 1 and case.cost_model is not None

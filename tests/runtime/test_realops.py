@@ -275,3 +275,24 @@ def test_an_input_the_golden_mutates_is_compared_after_the_wrapper(warm_sim, cal
     assert case.verdict == verdict, case.verdict_reason
     assert [o["name"] for o in case.outputs] == ["output0", "x (in place)"]
     assert (case.outputs[1]["graph_metrics"]["mismatch_count"] == 0) == (factor == "2.0")
+
+
+FUSED = '''
+import torch
+import torch_npu
+
+
+def test_fused(device):
+    x = torch.ones(4, device=device)
+    return torch_npu.npu_rms_norm(x, x)
+'''
+
+
+def test_a_fused_torch_npu_op_is_not_run_with_one_line_naming_it(warm_sim, tmp_path):
+    path = tmp_path / "test_fused.py"
+    path.write_text(FUSED)
+    case = run_submission(path, RunOptions(graph_verify=False, work_dir=tmp_path / "w"), warm=warm_sim).cases[0]
+    assert case.verdict == "not_run", case.verdict_reason
+    assert case.error.type == "NeedsRealNpu"
+    assert case.error.message == "torch_npu.npu_rms_norm() needs a real NPU: the SIM stand-in for torch_npu cannot run it"
+

@@ -97,3 +97,41 @@ def test_the_app_starts_and_stops_the_sweeper(make_app, seed, messages):
             time.sleep(0.05)  # the first sweep runs at start-up
     assert _job(app, job_id).attempts == 2
 
+
+
+def test_two_sweepers_racing_requeue_a_lost_job_once(app, seed, messages, monkeypatch):
+    """Two API processes' sweepers both see the job as stale; only one re-queues and sends it."""
+    import threading
+
+    from server.services import jobs
+
+    [job_id] = seed.submit()
+    _claim(app, job_id)
+    _age(app, job_id, heartbeat_at=app.state.settings.stale_job_s + 5)
+    both_read = threading.Barrier(2, timeout=30)
+    read_stale = jobs.stale_jobs
+
+    def stale_then_wait(session, stale_s):  # both have read the stale job before either writes
+        found = read_stale(session, stale_s)
+        both_read.wait()
+        return found
+
+    monkeypatch.setattr(jobs, "stale_jobs", stale_then_wait)
+    reports, errors = [], []
+
+    def sweep() -> None:
+        try:
+            reports.append(_sweeper(app).sweep_once())
+        except Exception as exc:  # noqa: BLE001 - SQLite may refuse the loser's write instead
+            errors.append(exc)
+
+    threads = [threading.Thread(target=sweep) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(r.requeued for r in reports) in ([[], [job_id]], [[job_id]])
+    assert all("locked" in str(e) for e in errors) and len(reports) + len(errors) == 2
+    job = _job(app, job_id)
+    assert (job.status, job.attempts) == ("queued", 2)
+    assert [m["args"] for m in messages()] == [[job_id, 2]]

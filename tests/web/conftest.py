@@ -16,6 +16,9 @@ from tests.web import seed as seeding
 
 def make_settings(data_dir: Path, **overrides: Any) -> Settings:
     data_dir.mkdir(parents=True, exist_ok=True)
+    # The seeded worker stays online for the whole session however slow the machine (online means a
+    # heartbeat within 3 periods): no test depends on how fast the tests before it ran.
+    overrides.setdefault("job_heartbeat_s", 600)
     return Settings(data_dir=data_dir, database_url=f"sqlite:///{data_dir / 'crosscheck.db'}", **overrides)
 
 

@@ -116,6 +116,9 @@ def seed(session: Session, blobs: BlobStore, settings: Settings) -> dict[str, An
     out["partial_jobs"] = submit_and_store(session, blobs, settings, "scale_add",
                                            {"sim": partial_sim, "npu": partial_npu}, operator="softmax_partial",
                                            labels=main)
+    # An NPU job while no NPU worker has ever reported: it waits as awaiting_npu.
+    out["npu_waiting_jobs"] = submit_and_store(session, blobs, settings, "scale_add", {"npu": None},
+                                               operator="npu_waiting_op")
     # A job still waiting in the queue.
     out["queued_jobs"] = submit_and_store(session, blobs, settings, "scale_add", {"sim": None}, operator="queued_op")
     workers.heartbeat(session, "sim-worker-1@vm", "vm", ["sim"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from types import SimpleNamespace
 
-from web import charts, source
+from web import charts, diff_chart, source
 from web import format as fmt
 
 
@@ -37,18 +37,46 @@ def run(job_id: int, mode: str, diff: float | None, graph: float | None = None, 
 
 
 def test_history_chart_log_scale_and_edge_cases() -> None:
-    assert charts.diff_history([]).empty
-    chart = charts.diff_history([run(1, "sim", 1e35, 0.0), run(2, "npu", 2e-4), run(3, "sim", float("nan"), 1e-7)])
+    assert diff_chart.build([]).empty
+    chart = diff_chart.build([run(1, "sim", 1e35, 0.0), run(2, "npu", 2e-4), run(3, "sim", float("nan"), 1e-7)])
     by_name = {s.name: s for s in chart.series}
-    assert len(by_name["SIM raw"].points) == 1 and chart.notes == ["SIM raw: non-finite values are left out"]
+    # SIM garbage (1e35, NaN) is clamped into the band at the top, inside the axes.
+    assert [p["marker"] for p in by_name["SIM raw"].points] == ["garbage", "garbage"] and chart.band
     assert by_name["graph verify"].points[0]["marker"] == "zero"
     ys = [p["y"] for s in chart.series for p in s.points]
+    xs = [p["x"] for s in chart.series for p in s.points]
     assert all(charts.TOP <= y <= charts.HEIGHT - charts.BOTTOM for y in ys)
-    # higher values sit higher (smaller y) on a log scale
+    assert all(charts.LEFT <= x <= charts.WIDTH - charts.RIGHT for x in xs)
+    # higher values sit higher (smaller y) on a log scale; the real range is not flattened
     assert by_name["SIM raw"].points[0]["y"] < by_name["NPU"].points[0]["y"] < by_name["graph verify"].points[0]["y"]
+    assert [t["label"] for t in chart.y_ticks][-1] == "1e-3"
     assert chart.tolerance and chart.tolerance["label"] == "atol 0.001"
-    single = charts.diff_history([run(7, "npu", 5e-4)])
-    assert len(single.series[0].points) == 1 and math.isfinite(single.series[0].points[0]["x"])
+
+
+def test_a_failed_graph_verify_at_zero_is_a_failure_not_a_healthy_point() -> None:
+    chart = diff_chart.build([run(1, "sim", 0.0, 0.0), run(2, "sim", 0.0, 0.0)], failed_graph={1, 2})
+    graph = next(s for s in chart.series if s.name == "graph verify")
+    assert {p["marker"] for p in graph.points} == {"failed"}
+    assert "output identical to the golden but not written by the kernel" in graph.points[0]["title"]
+
+
+def test_one_submission_is_a_compact_figure() -> None:
+    single = diff_chart.build([run(7, "npu", 5e-4)])
+    assert single.compact == [{"name": "NPU", "text": "5.00e-4", "css": ""},
+                              {"name": "tolerance", "text": "atol 0.001", "css": "muted"}]
+    fake = diff_chart.build([run(8, "sim", 0.0, 0.0)], failed_graph={8})
+    assert fake.compact and fake.compact[1]["text"].startswith("✗ failed: output identical to the golden")
+    assert charts.linear_trend([run(1, "sim", 1.0)], "aicore_time_us", "t", "cost", "µs").compact
+
+
+def test_runs_of_one_submission_share_a_slot() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 12, 1, tzinfo=UTC)
+    runs = [dict(run(1, "sim", 1e30, 0.0), created_at=t0), dict(run(2, "npu", 1e-4), created_at=t0),
+            dict(run(3, "sim", 1e30, 0.0), created_at=t0 + timedelta(hours=1)),
+            dict(run(4, "npu", 2e-4), created_at=t0 + timedelta(days=1))]
+    assert [[r["job_id"] for r in slot] for slot in diff_chart.slots(runs)] == [[1, 2], [3], [4]]
 
 
 def test_linear_trend_and_lanes() -> None:

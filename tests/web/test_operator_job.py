@@ -14,14 +14,20 @@ def test_history_chart_has_one_series_per_mode_on_a_log_scale(client: TestClient
     series = {g.attrs["data-series"]: g for g in chart.find_all("g", cls="series")}
     assert set(series) == {"SIM raw", "graph verify", "NPU"}
     assert len(series["SIM raw"].find_all("circle")) == 3 and len(series["NPU"].find_all("circle")) == 2
-    assert series["SIM raw"].find("polyline")
+    # SIM's 1e35 is garbage: clamped into the band, not stretching the scale to 1e36.
+    assert len(series["SIM raw"].find_all("circle", cls="garbage")) == 3
+    assert chart.find("g", cls="band").find("text").text() == "≥ 1e6: garbage"
     # graph verify matched exactly: drawn on the bottom "0" line, said so in the tooltip.
     zero = series["graph verify"].find_all("circle", cls="zero")
     assert len(zero) == 3 and "0 (exact)" in zero[0].find("title").text()
     labels = [t.text() for t in chart.find("g", cls="grid").find_all("text")]
-    assert "1e36" in labels and "0" in labels
+    assert "0" in labels and "1e36" not in labels and "1e-3" in labels
     assert chart.find("g", cls="tolerance").find("text").text() == "atol 0.001"
     assert "log" in chart.find("desc").text()
+    # A submission's SIM and NPU runs share a slot: side by side, a few pixels apart.
+    sim_x = sorted(float(c.attrs["cx"]) for c in series["SIM raw"].find_all("circle"))
+    npu_x = sorted(float(c.attrs["cx"]) for c in series["NPU"].find_all("circle"))
+    assert [round(n - s) for s, n in zip(sim_x, npu_x)] == [16, 16]
 
 
 def test_cost_trend_and_data_table(client: TestClient) -> None:
@@ -41,9 +47,12 @@ def test_operator_cases_table(client: TestClient) -> None:
     assert len(page.find("ul", cls="joblist").find_all("li")) == 5
 
 
-def test_operator_without_npu_runs_has_no_npu_series(client: TestClient) -> None:
-    chart = get(client, "/operators/wrong_maths").find("svg", id="history-chart")
-    assert {g.attrs["data-series"] for g in chart.find_all("g", cls="series")} == {"SIM raw", "graph verify"}
+def test_one_run_is_a_compact_figure_without_an_npu_row(client: TestClient) -> None:
+    page = get(client, "/operators/wrong_maths")
+    figure = page.find("figure", id="history-chart")  # one SIM run: numbers, not half a screen of axes
+    assert not page.find_all("svg", id="history-chart")
+    facts = {dt.text(): dd.text() for dt, dd in zip(figure.find_all("dt"), figure.find_all("dd"))}
+    assert facts == {"SIM raw": "1.03e27 (garbage)", "graph verify": "✗ 3.91", "tolerance": "atol 0.001"}
 
 
 def test_unknown_operator_is_an_html_404(client: TestClient) -> None:

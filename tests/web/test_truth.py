@@ -102,8 +102,18 @@ def test_cost_model_with_no_work_is_called_out() -> None:
     assert evidence.cost_warning({"aic_tasks": 0, "aiv_tasks": 1, "aicore_time_us": 1.96}) == ""
 
 
-def test_reproduce_works_from_what_the_user_has(client: TestClient, info: dict[str, Any]) -> None:
+def test_reproduce_works_from_what_the_user_has(client: TestClient, app: Any, info: dict[str, Any]) -> None:
+    from server.services import tokens
+
     job = info["flag_jobs"][0]
+    section = get(client, f"/jobs/{job.id}").find("section", id="case-scale_add_32x64")
+    # A reader who did not submit it gets the command for their own folder, and no download link.
+    assert "the folder works as well as the archive (scale_add.zip)" in section.find("p", cls="reproduce").text()
+    assert not section.find("p", cls="reproduce").find_all("a")
+    with app.state.sessionmaker() as session:
+        admin = tokens.create(session, "admin-reproduce", ["read", "admin"])[1]
+        session.commit()
+    client.cookies.set("crosscheck_token", admin)
     section = get(client, f"/jobs/{job.id}").find("section", id="case-scale_add_32x64")
     link = section.find("p", cls="reproduce").find("a")
     response = client.get(link.attrs["href"])
@@ -111,3 +121,66 @@ def test_reproduce_works_from_what_the_user_has(client: TestClient, info: dict[s
     assert "scale_add.zip" in response.headers["content-disposition"]
     perfetto = [a for a in section.find_all("a") if a.text() == "Perfetto"]
     assert perfetto and perfetto[0].attrs["href"].startswith("https://ui.perfetto.dev")
+
+
+def test_no_online_worker_for_a_mode_is_said_everywhere(client: TestClient, info: dict[str, Any]) -> None:
+    submit = get(client, "/submit").find("p", cls="no-worker")
+    assert submit.attrs["data-mode"] == "npu"
+    assert submit.text().startswith("No online worker serves npu: none has ever reported")
+    job = get(client, f"/jobs/{info['npu_waiting_jobs'][0].id}")
+    assert "No online worker serves npu" in job.find("p", cls="no-worker").text()
+    workers = get(client, "/workers")
+    assert [p.attrs["data-mode"] for p in workers.find_all("p", cls="no-worker")] == ["npu"]
+    # SIM is served: no warning on a queued SIM job.
+    assert not get(client, f"/jobs/{info['queued_jobs'][0].id}").find_all("p", cls="no-worker")
+
+
+def test_last_seen_and_removing_a_stale_worker(client: TestClient, app: Any) -> None:
+    from datetime import timedelta
+
+    from server.models import Worker
+    from server.models.base import utcnow
+    from server.services import tokens, workers
+
+    with app.state.sessionmaker() as session:
+        workers.heartbeat(session, "npu-old@box", "box", ["npu"], {"modes": ["npu"]}, None, 3)
+        session.get(Worker, "npu-old@box").last_heartbeat = utcnow() - timedelta(hours=3)
+        admin = tokens.create(session, "admin-test", ["read", "admin"])[1]
+        session.commit()
+    try:
+        text = get(client, "/submit").find("p", cls="no-worker").text()
+        assert text.startswith("No online worker serves npu: one was last seen 3 h ago")
+        client.cookies.set("crosscheck_token", admin)
+        row = next(tr for tr in get(client, "/workers").find("table", cls="workers").find("tbody").find_all("tr")
+                   if "npu-old@box" in tr.text())
+        form = row.find("form")
+        assert "3 h ago" in row.text() and form.attrs["action"] == "/workers/npu-old%40box/remove"
+        assert client.post(form.attrs["action"]).status_code == 303
+        assert "npu-old@box" not in get(client, "/workers").text()
+        online = get(client, "/workers").find("table", cls="workers").find("tbody").find("tr")
+        assert "online" in online.classes and not online.find_all("form")  # online workers stay
+        assert client.post("/workers/sim-worker-1%40vm/remove").status_code == 409
+    finally:
+        with app.state.sessionmaker() as session:
+            if session.get(Worker, "npu-old@box"):
+                session.delete(session.get(Worker, "npu-old@box"))
+                session.commit()
+
+
+def test_login_says_where_crosscheck_up_keeps_the_admin_token(anon: TestClient) -> None:
+    from tests.web.html import parse
+
+    text = parse(anon.get("/login").text).find("p", cls="local-token").text()
+    assert "crosscheck up" in text and "tokens.json" in text and "crosscheck-data" in text and "['admin']" in text
+
+
+def test_overview_refreshes_itself_while_jobs_run(client: TestClient) -> None:
+    page = get(client, "/")  # the seed leaves a SIM job queued
+    live = page.find("p", id="overview-live")
+    assert "queued or running: this page refreshes itself" in live.text()
+    assert page.find("noscript").find("meta").attrs["http-equiv"] == "refresh"
+
+
+def test_submit_page_takes_a_folder(client: TestClient) -> None:
+    folder = get(client, "/submit").find("input", id="s-folder")
+    assert "webkitdirectory" in folder.attrs and "multiple" in folder.attrs

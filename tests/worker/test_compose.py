@@ -27,7 +27,7 @@ def test_services_exist(services: dict[str, Any]) -> None:
 def test_api_waits_for_the_migration(services: dict[str, Any]) -> None:
     assert services["migrate"]["command"] == ["crosscheck", "db", "upgrade"]
     assert services["api"]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
-    assert "server.main:app" in services["api"]["command"]
+    assert services["api"]["command"][:3] == ["uvicorn", "--factory", "server.main:create_app"]
     assert "/readyz" in " ".join(services["api"]["healthcheck"]["test"])
 
 

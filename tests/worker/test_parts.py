@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from jobqueue import worker_queues
+from runtime.pypto_api import installed_version
 from server.commands import local, submit
 from server.commands.worker import celery_command
 from worker.config import WorkerSettings
@@ -77,7 +79,9 @@ def test_celery_app_reliability_settings() -> None:
     assert conf.broker_transport_options["visibility_timeout"] == REDIS_VISIBILITY_TIMEOUT_S
     assert conf.broker_transport_options["unacked_restore_interval"] * \
         conf.broker_transport_options["unacked_restore_throttle"] <= 10
-    assert [q.name for q in conf.task_queues] == ["sim"]  # never npu on a CPU host
+    names = [q.name for q in conf.task_queues]
+    assert not [n for n in names if n.startswith("npu")]  # never npu on a CPU host
+    assert names == worker_queues(["sim"], installed_version())  # its own pypto's queues (docs/versions.md §3)
     app.close()
 
     app = create_app(WorkerSettings(broker_url="sqla+sqlite:////tmp/x/broker.db", broker_poll_s=0.05))
@@ -168,3 +172,11 @@ def test_worker_settings_need_only_the_broker_and_the_api(monkeypatch: pytest.Mo
     monkeypatch.setenv("NPU_DEVICES", "0-x")
     with pytest.raises(ValueError, match="NPU_DEVICES|npu_devices|0-x"):
         WorkerSettings()
+
+
+def test_every_job_is_told_to_hide_the_service_data(tmp_path: Path) -> None:
+    from worker.lifecycle import service_paths
+
+    settings = WorkerSettings(data_dir=tmp_path / "data", npu_state_dir=tmp_path / "cards",
+                              hide_from_jobs=f"{tmp_path / 'bundles'}{os.pathsep}{tmp_path / 'logs'}")
+    assert service_paths(settings) == [tmp_path / "data", tmp_path / "cards", tmp_path / "bundles", tmp_path / "logs"]

@@ -63,14 +63,22 @@
     var message = document.getElementById("submit-message");
     var list = document.getElementById("submit-jobs");
     var button = document.getElementById("submit-button");
+    var file = document.getElementById("s-file");
+    var folder = document.getElementById("s-folder");
+    document.getElementById("s-folder-field").hidden = false;  // a folder needs this script to send it
+    folder.addEventListener("change", function () { file.required = !folder.files.length; });
     form.addEventListener("submit", function (event) {
       event.preventDefault();
       button.disabled = true;
       panel.hidden = false;
       message.textContent = "Uploading…";
       list.innerHTML = "";
-      fetch("/api/v1/submissions", {method: "POST", body: new FormData(form), credentials: "same-origin",
-                                     headers: {"Accept": "application/json"}})
+      var useFolder = folder.files.length && !file.files.length;
+      (useFolder ? folderBody(folder.files) : Promise.resolve({body: new FormData(form), headers: {}}))
+        .then(function (req) {
+          return fetch("/api/v1/submissions", {method: "POST", body: req.body, credentials: "same-origin",
+                                               headers: Object.assign({"Accept": "application/json"}, req.headers)});
+        })
         .then(function (r) {
           return r.json().then(function (body) { return {ok: r.ok, status: r.status, body: body}; },
                                function () { return {ok: r.ok, status: r.status, body: {}}; });
@@ -86,6 +94,28 @@
         })
         .catch(function () { form.submit(); });  // no API reachable from JS: fall back to the plain POST
     });
+
+    // A chosen folder goes as the JSON form of POST /api/v1/submissions: {files: {path: text}, ...},
+    // paths relative to the folder itself, as `crosscheck submit FOLDER` zips them.
+    var SKIP = /(^|\/)(__pycache__|\.git|output|\.pytest_cache)(\/|$)|\.pyc$/;
+    function folderBody(fileList) {
+      var picked = Array.prototype.filter.call(fileList, function (f) {
+        var rel = f.webkitRelativePath.split("/").slice(1).join("/");
+        return rel && !SKIP.test(rel);
+      });
+      return Promise.all(picked.map(function (f) { return f.text(); })).then(function (texts) {
+        var files = {};
+        picked.forEach(function (f, i) { files[f.webkitRelativePath.split("/").slice(1).join("/")] = texts[i]; });
+        var data = new FormData(form);
+        var labels = {};
+        ["branch", "commit", "author"].forEach(function (k) { if (data.get(k)) { labels[k] = data.get(k); } });
+        var body = {files: files, modes: data.getAll("modes"), labels: labels,
+                    cases: String(data.get("cases") || "").split(",").map(function (c) { return c.trim(); })
+                      .filter(Boolean)};
+        if (data.get("operator")) { body.name = data.get("operator"); }
+        return {body: JSON.stringify(body), headers: {"Content-Type": "application/json"}};
+      });
+    }
 
     function watch(jobs) {
       var items = {};
@@ -116,8 +146,20 @@
     }
   }
 
+  // Overview: reload while jobs run, unless the reader is busy with the page (typing, an open row).
+  function refreshOverview(live) {
+    var ms = 1000 * Number(live.getAttribute("data-refresh-s") || 10);
+    setTimeout(function again() {
+      var busy = document.activeElement && /INPUT|SELECT|TEXTAREA/.test(document.activeElement.tagName);
+      if (busy || document.querySelector("tbody.op details[open]")) { setTimeout(again, ms); return; }
+      window.location.reload();
+    }, ms);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     localiseTimes(document);
+    var overviewLive = document.getElementById("overview-live");
+    if (overviewLive) { refreshOverview(overviewLive); }
     var live = document.getElementById("live");
     if (live) { followJobPage(live); }
     var form = document.getElementById("submit-form");

@@ -1,0 +1,52 @@
+"""Diagnoses the verdict itself implies, ahead of any matched log line.
+
+A golden fallback found by lint, or an output the kernel never wrote, explains a fake pass or a
+failed graph verify better than graph-verify-mismatch ("the kernel's maths is wrong"), which would
+send the developer to check maths that never ran. When either applies it comes first and
+graph-verify-mismatch is dropped.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from runtime.report import Diagnosis
+
+GRAPH_MISMATCH = "graph-verify-mismatch"
+GOLDEN_FALLBACK = Diagnosis(
+    rule="golden-fallback", sim_only=False,
+    cause="Lint found a try/except (or similar) around the kernel that returns the golden or plain torch "
+          "maths: the result that matches is not the kernel's.",
+    fix="Remove the fallback so that a failing kernel fails; see the lint finding for the line.")
+OUTPUT_NOT_WRITTEN = Diagnosis(
+    rule="output-not-written", sim_only=False,
+    cause="The kernel never assigned its output argument, so the output still holds what was there before "
+          "(here identical to the golden): nothing the kernel computed was compared.",
+    fix="Write the result into the output tensor argument (e.g. `out[:] = ...` or `pypto.assemble`), "
+        "not into a new local tensor.")
+
+
+def failed_stage(stage_failed: str | None, last_stage: str, mode: str, graph: dict[str, Any] | None,
+                 verdict: str) -> str:
+    """The stage to report a case at: the one that failed, graph verify when it rejected the
+    kernel, compare when the comparison did; else the last stage reached."""
+    if stage_failed:
+        return stage_failed
+    if graph and graph.get("status") == "fail":
+        return "graph_verify"
+    if verdict in ("precision_fail", "suspect_fake_pass"):
+        return "compare"
+    return last_stage or mode
+
+
+def lead(diagnoses: list[Diagnosis], verdict: str, stage: str, golden_fallback: bool,
+         graph: dict[str, Any] | None) -> list[Diagnosis]:
+    """The verdict's own diagnoses first; graph-verify-mismatch dropped when they explain it."""
+    own = []
+    if golden_fallback and verdict in ("suspect_fake_pass", "graph_fail"):
+        own.append(GOLDEN_FALLBACK)
+    if graph and graph.get("status") == "fail" and graph.get("output_written") is False:
+        own.append(OUTPUT_NOT_WRITTEN)
+    if not own:
+        return diagnoses
+    own = [Diagnosis(**{**d.__dict__, "stage": stage}) for d in own]
+    return own + [d for d in diagnoses if d.rule != GRAPH_MISMATCH]

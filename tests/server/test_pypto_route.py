@@ -1,0 +1,54 @@
+"""Submissions that ask for a pypto version: their queue, and refusal when no online worker has it."""
+from __future__ import annotations
+
+import json
+
+URL = "/api/v1/submissions"
+
+
+def beat(client, hdr, name: str, pypto: str, queues: list[str]):  # type: ignore[no-untyped-def]
+    r = client.post("/api/v1/workers/heartbeat", headers=hdr["worker"],
+                    json={"name": name, "host": "h", "queues": queues,
+                          "capabilities": {"modes": ["sim"], "versions": {"pypto": pypto}}})
+    assert r.status_code == 200, r.text
+
+
+def test_no_online_worker_with_the_version_refuses_the_submission(client, hdr, scale_add_zip, messages):
+    beat(client, hdr, "sim@ref", "0.2.0", ["sim", "sim@0.2.0"])
+    r = client.post(URL, headers=hdr["submit"], files={"file": ("scale_add.zip", scale_add_zip)},
+                    data={"pypto": "0.3.0.dev0"})
+    assert r.status_code == 409, r.text
+    detail = r.json()["detail"]
+    assert "no online worker has pypto 0.3.0.dev0" in detail and "online workers have pypto 0.2.0" in detail
+    assert messages() == []
+
+
+def test_a_versioned_job_goes_to_its_versions_queue(client, hdr, scale_add_zip, messages):
+    beat(client, hdr, "sim@dev", "0.3.0.dev0", ["sim@0.3.0.dev0"])
+    r = client.post(URL, headers=hdr["submit"], files={"file": ("scale_add.zip", scale_add_zip)},
+                    data={"pypto": "0.3.0.dev0"})
+    assert r.status_code == 202, r.text
+    [job] = r.json()["jobs"]
+    assert job["queue"] == "sim@0.3.0.dev0"
+    assert [m["queue"] for m in messages()] == ["sim@0.3.0.dev0"]
+    plain = client.post(URL, headers=hdr["submit"], files={"file": ("scale_add.zip", scale_add_zip)})
+    assert plain.status_code == 202 and plain.json()["jobs"][0]["queue"] == "sim"
+
+
+def test_requires_pypto_in_test_cases_routes_the_job(client, hdr, files_of, make_zip):
+    beat(client, hdr, "sim@dev", "0.3.0.dev0", ["sim@0.3.0.dev0"])
+    files = files_of("scale_add")
+    spec = json.loads(files["test_cases.json"])
+    files["test_cases.json"] = json.dumps({**spec, "requires_pypto": "0.3.0.dev0"})
+    r = client.post(URL, headers=hdr["submit"], files={"file": ("scale_add.zip", make_zip(files, top="scale_add"))})
+    assert r.status_code == 202, r.text
+    assert r.json()["jobs"][0]["queue"] == "sim@0.3.0.dev0"
+    clash = client.post(URL, headers=hdr["submit"], data={"pypto": "0.2.0"},
+                        files={"file": ("scale_add.zip", make_zip(files, top="scale_add"))})
+    assert clash.status_code == 422 and "contradicts test_cases.json's requires_pypto 0.3.0.dev0" in clash.json()["detail"]
+
+
+def test_a_malformed_version_is_422(client, hdr, scale_add_zip):
+    r = client.post(URL, headers=hdr["submit"], files={"file": ("scale_add.zip", scale_add_zip)},
+                    data={"pypto": "0.2 ; rm"})
+    assert r.status_code == 422 and "is not a pypto version" in r.json()["detail"]

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime import sandbox
+from runtime import cgroup, sandbox
 from runtime.warm.leader import supervise_job
 
 LEADER_GRACE_S = 60.0  # on top of the job timeout, before the parent kills a stuck leader
@@ -67,6 +67,7 @@ def serve(fd: int, mode: str, scratch: str) -> None:
     except BaseException as exc:  # noqa: BLE001 - tell the client why, then stop
         send({"ready": False, "error": f"{type(exc).__name__}: {exc}"})
         return
+    cgroup.sweep()  # job groups of leaders killed before they could clean up
     send({"ready": True, "pid": os.getpid(), **info})
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     running: dict[int, _Running] = {}  # by report fd

@@ -32,3 +32,9 @@ class UnfixedLimitsParent(WarmParent):
     no disk watch, the host's /tmp."""
 
     parent_module = "tests.hostile.unfixed_parent"
+
+
+class WatchdogWarmParent(WarmParent):
+    """Not unfixed: the fixed warm parent as it runs where no cgroup can be made (RSS watchdog)."""
+
+    parent_module = "tests.hostile.watchdog_parent"

@@ -30,6 +30,8 @@ SKIP_DIRS = {"__pycache__", ".git", "output", ".pytest_cache", ".mypy_cache", ".
 ZIP_EPOCH = (2020, 1, 1, 0, 0, 0)
 MAX_BUNDLE_BYTES = 5 * 1024 * 1024
 MAX_BUNDLE_FILES = 500
+# In a bundle of a test file: which file to run (its folder need not match any kernel's name).
+ENTRY_FILE = "crosscheck_entry.json"
 
 
 @dataclass
@@ -203,6 +205,30 @@ def _gym_package(root: Path, folder: Path, rel: str, name: str, impl: Path) -> F
                          golden=goldens[0].relative_to(root).as_posix(), sys_path=list(dict.fromkeys(sys_path)))
 
 
+def of_test_file(path: Path) -> FoundOperator | None:
+    """A test file inside a checkout as an operator of its own (`crosscheck submit path/to/test_x.py`)."""
+    path = path.resolve()
+    root = imports.tree_root(path)
+    if root is None:
+        return None
+    return _test_file_operator(root, path.parent, path.parent.relative_to(root).as_posix(), _op_name(path.parent), path)
+
+
+def from_entry_file(root: Path) -> Submission | None:
+    """A bundle packed from a test file names it in ENTRY_FILE; None when there is none."""
+    try:
+        raw = json.loads((root / ENTRY_FILE).read_text(encoding="utf-8"))
+        entry, name = str(raw["entry"]), str(raw.get("operator") or "")
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    path = (root / entry).resolve()
+    if not path.is_relative_to(root.resolve()) or not path.is_file():
+        raise SubmissionError(f"{ENTRY_FILE}: {entry!r} is not a file of the bundle")
+    sub = load_script(path, root.resolve())
+    sub.name = name or sub.name
+    return sub
+
+
 def load(checkout: Path, operator: FoundOperator) -> Submission:
     """The submission for one discovered operator. Raises SubmissionError."""
     root = Path(checkout).resolve()
@@ -232,13 +258,16 @@ def pack(checkout: Path, operator: FoundOperator) -> bytes:
         and not operator.impl
     if len(operator.files) > MAX_BUNDLE_FILES:
         raise SubmissionError(f"{operator.folder}: the bundle has {len(operator.files)} files, over {MAX_BUNDLE_FILES}")
+    members = [(rel.removeprefix(prefix) if inside else rel, (root / rel).read_bytes()) for rel in operator.files]
+    if operator.entry:
+        members.append((ENTRY_FILE, json.dumps({"entry": operator.entry, "operator": operator.name}).encode()))
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for rel in operator.files:
-            info = zipfile.ZipInfo(rel.removeprefix(prefix) if inside else rel, ZIP_EPOCH)
+        for name, data in members:
+            info = zipfile.ZipInfo(name, ZIP_EPOCH)
             info.external_attr = 0o644 << 16
             info.compress_type = zipfile.ZIP_DEFLATED
-            zf.writestr(info, (root / rel).read_bytes())
+            zf.writestr(info, data)
     data = buf.getvalue()
     if len(data) > MAX_BUNDLE_BYTES:
         raise SubmissionError(f"{operator.folder}: the bundle is {len(data)} bytes, over {MAX_BUNDLE_BYTES >> 20} MiB")

@@ -137,6 +137,9 @@ def _single_operator(folder: Path) -> Submission:
     """A folder without test_cases.json at its top: a checkout (or a bundle of one) holding one operator."""
     from runtime import discover
 
+    named = discover.from_entry_file(folder)
+    if named is not None:
+        return named
     found = discover.discover(folder)
     runnable = [op for op in found if op.route != "none"]
     if len(runnable) == 1:

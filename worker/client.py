@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -47,7 +48,12 @@ class ApiClient:
 
     def _request(self, method: str, path: str, retries: int = 0, ok: tuple[int, ...] = (200,),
                  **kwargs: Any) -> httpx.Response:
-        """Send, retrying transport errors and 5xx `retries` times with backoff.
+        """Send, retrying transport errors and 5xx `retries` times with jittered backoff.
+
+        Our own loop rather than a library: httpx's transport retries cover only failed connects
+        (not 5xx or read timeouts), and these few lines also sort the failure into ApiUnavailable
+        (worth retrying) or ApiRejected (a bug or a bad token), which a generic retry decorator
+        would still need written around it.
 
         Returns responses whose status is in `ok` (callers may list expected 4xx such as 409);
         raises ApiUnavailable or ApiRejected otherwise.
@@ -65,7 +71,7 @@ class ApiClient:
                 problem = f"HTTP {response.status_code}: {response.text[:200]}"
             if attempt < retries:
                 log.warning("api.retry %s %s attempt=%d problem=%s", method, path, attempt + 1, problem)
-                time.sleep(backoff_s(attempt))
+                time.sleep(random.uniform(0.5, 1.0) * backoff_s(attempt))  # jitter: no fleet-wide lockstep
         raise ApiUnavailable(f"{method} {path}: {problem}")
 
     def claim(self, job_id: int, worker: str, attempt: int) -> dict[str, Any] | None:

@@ -10,16 +10,21 @@ from celery.exceptions import Reject, SoftTimeLimitExceeded
 from worker import jobs, lifecycle
 from jobqueue import TASK_RUN_JOB, parse_queue
 from worker.app import app
-from worker.client import ApiUnavailable, backoff_s
+from worker.client import ApiUnavailable
 
 log = logging.getLogger(__name__)
 
-CLAIM_MAX_RETRIES = 10  # about 5 minutes of backoff while the API is down
+# While the API is down the claim is retried by Celery with exponential backoff (2, 4, ... 60 s:
+# up to about 5 minutes over 10 retries) and full jitter, so the workers of a fleet never retry in lockstep.
+CLAIM_MAX_RETRIES = 10
+CLAIM_BACKOFF_S = 2
+CLAIM_BACKOFF_MAX_S = 60
 # Every card quarantined: the job goes back to the queue unclaimed, after this pause (no busy loop).
 NO_CARD_BACKOFF_S = 30.0
 
 
-@app.task(name=TASK_RUN_JOB, bind=True, max_retries=CLAIM_MAX_RETRIES)
+@app.task(name=TASK_RUN_JOB, bind=True, autoretry_for=(ApiUnavailable,), max_retries=CLAIM_MAX_RETRIES,
+          retry_backoff=CLAIM_BACKOFF_S, retry_backoff_max=CLAIM_BACKOFF_MAX_S, retry_jitter=True)
 def run(self: Task, job_id: int, attempt: int) -> str:
     """Run one job attempt. Retried only when the API could not be reached to claim it;
     a kernel failure is a result, never a retry."""
@@ -33,6 +38,6 @@ def run(self: Task, job_id: int, attempt: int) -> str:
     try:
         return jobs.run_job(ctx, int(job_id), int(attempt), interrupts=(SoftTimeLimitExceeded,))
     except ApiUnavailable as exc:
-        delay = backoff_s(self.request.retries, base_s=2.0, cap_s=60.0)
-        log.warning("job.claim_retry job_id=%s attempt=%s in_s=%.0f error=%s", job_id, attempt, delay, exc)
-        raise self.retry(exc=exc, countdown=delay) from None
+        log.warning("job.claim_retry job_id=%s attempt=%s retry=%s error=%s", job_id, attempt,
+                    self.request.retries + 1, exc)
+        raise  # autoretry_for: Celery sends it again after the jittered backoff

@@ -29,6 +29,8 @@ UPLOAD_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".py")
 SKIP_DIRS = {"__pycache__", ".git", "output", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 POLL_S = 1.0
 FINISHED = ("succeeded", "failed", "error", "cancelled", "timeout", "expired")
+# The start of the API's 409 for a pypto version no online worker has (server/services/pypto_route.py): exit 3.
+NO_WORKER_FOR_VERSION = "no online worker has pypto"
 TRANSIENT_TRIES = 5  # while waiting, ride out a server restart of a few seconds
 # A finished job's status in words: "failed" only means its verdicts are not acceptable.
 STATUS_WORDS = {"succeeded": "finished: every case acceptable",
@@ -71,8 +73,28 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=run)
 
 
-def bundle(path: Path) -> tuple[str, bytes]:
-    """(filename, bytes) to upload: a folder as a deterministic zip, a file as it is."""
+def bundle(path: Path, operator: str | None = None) -> tuple[str, bytes]:
+    """(filename, bytes) to upload: a folder as a deterministic zip, a file as it is.
+
+    Inside a checkout (docs/realops.md §5) only what the job needs is packed: a test file with what it imports,
+    or one operator of a checkout folder (`operator` chooses when there are several).
+    """
+    from runtime import discover
+    from runtime.errors import SubmissionError
+
+    try:
+        if path.is_dir() and not (path / "test_cases.json").is_file():
+            found = [op for op in discover.discover(path, [operator] if operator else None) if op.route != "none"]
+            if len(found) != 1:
+                names = ", ".join(op.name for op in found) or "none runnable"
+                raise Unusable(f"{path}: a checkout with {len(found)} runnable operators ({names}); choose one with "
+                               "--operator NAME")
+            return f"{found[0].name}.zip", discover.pack(path, found[0])
+        test = discover.of_test_file(path) if path.is_file() and path.suffix == ".py" else None
+        if test is not None:
+            return f"{path.stem}.zip", discover.pack(imports_root(path), test)
+    except SubmissionError as exc:
+        raise Unusable(str(exc)) from None
     if path.is_dir():
         return f"{path.resolve().name}.zip", zip_folder(path)
     if path.is_file():
@@ -80,6 +102,14 @@ def bundle(path: Path) -> tuple[str, bytes]:
             raise Unusable(f"{path}: upload an operator package (folder, .zip, .tar.gz) or a .py script")
         return path.name, path.read_bytes()
     raise Unusable(f"{path}: no such file or folder")
+
+
+def imports_root(test_file: Path) -> Path:
+    from runtime.imports import tree_root
+
+    root = tree_root(test_file)
+    assert root is not None  # discover.of_test_file found it
+    return root
 
 
 def zip_folder(folder: Path) -> bytes:
@@ -116,6 +146,8 @@ class Server:
             if response.status_code >= 500:
                 raise Infrastructure(f"the server failed {method} {path} (HTTP {response.status_code}): "
                                      f"{_detail(response)}")
+            if response.status_code == 409 and _detail(response).startswith(NO_WORKER_FOR_VERSION):
+                raise Infrastructure(f"the server refused {method} {path}: {_detail(response)}")
             if response.status_code >= 400:
                 raise Unusable(f"the server refused {method} {path} (HTTP {response.status_code}): "
                                f"{_detail(response)}")
@@ -146,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, err: Console) -> int:
-    filename, data = bundle(args.path)
+    filename, data = bundle(args.path, args.operator)
     token = resolve_token(args.token)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     with httpx.Client(base_url=args.server.rstrip("/"), headers=headers, timeout=60.0) as http:

@@ -295,3 +295,4 @@ def test_a_fused_torch_npu_op_is_not_run_with_one_line_naming_it(warm_sim, tmp_p
     assert case.verdict == "not_run", case.verdict_reason
     assert case.error.type == "NeedsRealNpu"
     assert case.error.message == "torch_npu.npu_rms_norm() needs a real NPU: the SIM stand-in for torch_npu cannot run it"
+

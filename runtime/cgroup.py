@@ -33,6 +33,13 @@ def _own_path(controller: str) -> str:
     return "/"
 
 
+def _v1_parent(root: Path, controller: str) -> Path:
+    """Where v1 job groups go: under our own group, so any limit the host set on us still covers them."""
+    mount = root / controller
+    own = mount / _own_path(controller).lstrip("/")
+    return (own if own.is_dir() else mount) / GROUP
+
+
 def _write(path: Path, value: str) -> None:
     with open(path, "w") as f:
         f.write(value)
@@ -108,9 +115,7 @@ class JobCgroup:
             mount = root / controller
             if not (mount / "cgroup.procs").exists():
                 raise OSError(f"no cgroup v1 {controller} hierarchy at {mount}")
-            # Under our own group, so that any limit the host set on us still covers the jobs.
-            own = mount / _own_path(controller).lstrip("/")
-            parent = (own if own.is_dir() else mount) / GROUP
+            parent = _v1_parent(root, controller)
             parent.mkdir(exist_ok=True)
             dirs[controller] = parent / name
             dirs[controller].mkdir()
@@ -181,3 +186,22 @@ class JobCgroup:
                     break
                 except OSError:
                     time.sleep(0.02)
+
+
+def sweep(root: Path = CGROUP_ROOT) -> int:
+    """Remove job groups whose leader is gone (it was killed before it could remove them); how many.
+
+    A group's name carries its leader's pid (job-<pid>-<ns>); a live leader's group is never touched.
+    """
+    removed = 0
+    parents = [root / GROUP, _v1_parent(root, "memory"), _v1_parent(root, "pids")]
+    for parent in {p for p in parents if p.is_dir()}:
+        for group in parent.glob("job-*"):
+            leader = group.name.split("-")[1]
+            if leader.isdigit() and not Path(f"/proc/{leader}").exists():
+                try:
+                    group.rmdir()
+                    removed += 1
+                except OSError:
+                    continue
+    return removed

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--processes", type=_processes, default=512, metavar="N", help="processes and threads per case")
     p.add_argument("--disk", type=_positive, default=4.0, metavar="GIB", help="disk per case, its whole job dir")
     p.add_argument("--json", type=Path, metavar="FILE", help="write the JSON report here ('-' for stdout)")
-    p.add_argument("--work-dir", type=Path, metavar="DIR", help="where job dirs go (default: a new temp dir)")
+    p.add_argument("--work-dir", type=Path, metavar="DIR",
+                   help="where job dirs go, kept (default: a temp dir, removed at exit)")
+    p.add_argument("--keep", action="store_true", help="keep the temp work dir (job dirs, logs, evidence)")
     p.add_argument("--device", type=int, default=None, metavar="ID",
                    help="NPU card (NPU mode; default: TASK_DEVICE, else TILE_FWK_DEVICE_ID, else 0)")
     p.add_argument("--no-graph-verify", action="store_true", help="skip the CPU graph-verify oracle in SIM")
@@ -99,6 +102,10 @@ def calculator_command(args: argparse.Namespace) -> int:
     return exit_codes.OK
 
 
+def _terminated(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def run_command(args: argparse.Namespace, loaded: Any = None, reports: list[Any] | None = None) -> int:
     """Run one submission: `args.path`, or `loaded` (an operator of a checkout, runtime.cli_checkout).
 
@@ -120,7 +127,9 @@ def run_command(args: argparse.Namespace, loaded: Any = None, reports: list[Any]
                          disk_bytes=int(args.disk * 2**30), work_dir=args.work_dir, device_id=args.device,
                          graph_verify=not args.no_graph_verify, verify_passes=args.verify_passes,
                          cache_dir=args.cache_dir or default_cache_dir(), parallel=max(1, args.jobs),
-                         pypto=args.pypto)
+                         pypto=args.pypto, keep_work=getattr(args, "keep", False))
+    # SIGTERM as an exception, so the work dir and the warm parent are cleaned up on that way out too.
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         def progress(case, done, total):  # type: ignore[no-untyped-def]
             err.print(f"[{done}/{total}] {case.case}: {case.verdict} ({case.duration_s:.2f} s)")

@@ -4,7 +4,7 @@
 |------|---------|
 | 0    | acceptable: every case got an acceptable verdict for its mode |
 | 1    | kernel defect: at least one case shows the kernel is wrong (or the submission never ran one) |
-| 2    | unusable input: the submission (or its golden) cannot be judged, or the server refused it |
+| 2    | unusable input: the submission (or its golden) cannot be judged, or the server refused it, or it was written for another pypto than the one that ran it (version_skew: no fault of the kernel, and a retry will not help) |
 | 3    | infrastructure: our side failed, or no online worker/host can run the mode; nothing is known about the kernel |
 
 When cases disagree, a kernel defect wins (it is a fact about the kernel), then unusable input,
@@ -28,6 +28,8 @@ def of_case(verdict: str, mode: str, stage: str = "") -> int:
     if verdicts.acceptable(verdict, mode):
         return OK
     if verdict == verdicts.NOT_RUN and stage == "golden":
+        return UNUSABLE
+    if verdict == verdicts.VERSION_SKEW:  # judged on the wrong pypto: nothing known about the kernel (docs/versions.md)
         return UNUSABLE
     if verdict == verdicts.NOT_RUN and stage == "device":
         return INFRA

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 INTROSPECT_TIMEOUT_S = 120.0
-FORMAT = 1
+FORMAT = 2  # bump when the introspection changes: the cache key includes it
 # The pypto this project pins (pyproject.toml) and measured (docs/pypto.md): jobs that ask for no version
 # run on it (docs/versions.md §3).
 REFERENCE_PYPTO = "0.2.0"
@@ -131,6 +131,9 @@ def introspect() -> dict[str, Any]:
             continue
         if any(part.startswith("_") for part in mod_name.split(".")):
             continue
+        parent, _, leaf = mod_name.rpartition(".")
+        if parent and getattr(sys.modules.get(parent), leaf, None) is not mod:
+            continue  # shadowed: `pypto.platform` is an object, not the module of that name
         names = sorted(n for n in dir(mod) if not n.startswith("_"))
         modules[mod_name] = names
         for name in names:

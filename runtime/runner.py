@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from typing import Any, Callable
 from runtime.modes import MODES
 from runtime import submission as submission_mod
 from runtime import testmodule
+from runtime.cases import check_memory
 from runtime.dtypes import default_tolerance
 from runtime.errors import NO_NPU_MESSAGE, HostError, SubmissionError
 from runtime.host import choose_device, environment, npu_fingerprint, npu_status
@@ -26,7 +28,6 @@ from runtime.sandbox import Limits
 from runtime.warm import WarmParent
 
 DEFAULT_TIMEOUT_S = 300.0
-LIST_TIMEOUT_S = 60.0
 LIST_OUTPUT_BYTES = 1024 * 1024  # the tail of a `--list` run's stdout searched for case ids
 SCRIPT_CASE_ID = re.compile(r"^\s*(?:ID:\s*)(\S+)\s*$", re.MULTILINE)
 MAIN_CASE = "main"
@@ -43,6 +44,7 @@ class RunOptions:
     disk_bytes: int = Limits.disk_bytes  # per case, its job dir
     # How the caller's users raise each limit ("memory" -> "--memory GIB"), named in resource_limit verdicts.
     limit_flags: dict[str, str] = field(default_factory=dict)
+    hide_paths: list[Path] = field(default_factory=list)  # host paths no job may see (a service's data)
     work_dir: Path | None = None
     device_id: int | None = None
     graph_verify: bool = True
@@ -51,6 +53,7 @@ class RunOptions:
     drop_privileges: bool = True
     cache_dir: Path | None = None  # where the graph-verify calculator is cached
     parallel: int = 1  # cases run at once (each its own sandboxed fork)
+    keep_work: bool = False  # keep the temp work dir (without work_dir); a given work_dir is always kept
     pypto: str | None = None  # the pypto version asked for: refused unless it is this host's (docs/versions.md §3)
 
 
@@ -81,11 +84,27 @@ def run_submission(path: Path, options: RunOptions, warm: WarmParent | None = No
         choice = choose_device(options.device_id)
         options = dataclasses.replace(options, device_id=choice.id)
         npu = npu_fingerprint(choice)
-    work = Path(options.work_dir) if options.work_dir else Path(tempfile.mkdtemp(prefix="crosscheck-run-"))
-    work.mkdir(parents=True, exist_ok=True)
+    if options.work_dir:
+        work = Path(options.work_dir)
+        work.mkdir(parents=True, exist_ok=True)
+        work.chmod(0o755)
+        return _run_in(work, path, options, warm, on_case, npu, start, loaded)
+    # Our own temp work dir goes on every way out (a few runs left gigabytes behind), unless kept.
+    work = Path(tempfile.mkdtemp(prefix="crosscheck-run-"))
     work.chmod(0o755)
+    try:
+        return _run_in(work, path, options, warm, on_case, npu, start, loaded)
+    finally:
+        if not options.keep_work:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _run_in(work: Path, path: Path, options: RunOptions, warm: WarmParent | None, on_case: CaseCallback | None,
+            npu: dict[str, Any], start: float, loaded: submission_mod.Submission | None) -> Report:
     sub = loaded or submission_mod.load(Path(path), work)
     _check_case_filter(sub, options.cases)
+    if sub.case_file is not None:
+        check_memory(sub.case_file, options.memory_bytes)
     _check_pypto(options.pypto, sub.case_file.requires_pypto if sub.case_file else None)
     syntax_stage, syntax_errors = _syntax(sub)
     lint_start = time.perf_counter()
@@ -172,6 +191,7 @@ class _CaseRunner:
         self.warm: WarmParent | None = None
         self.sandbox_info: dict[str, Any] | None = None
         self.standin_used = False  # a SIM case imported the torch_npu stand-in (runtime.standin)
+        self.list_run: tuple[JobContext, dict[str, Any]] | None = None  # a `--list` ask that ran the script whole
         self.test_double = False  # NPU runs on our tests' torch_npu double: no precision evidence
         self._count = 0
 
@@ -204,15 +224,24 @@ class _CaseRunner:
         return self._discover_script_cases() or [MAIN_CASE]
 
     def _discover_script_cases(self) -> list[str]:
-        """Ask the script for its case ids (`--list`, the hicann/pypto examples convention)."""
-        request, dirs = self._request(f"list-{self.sub.name}", LIST_TIMEOUT_S)
+        """Ask the script for its case ids (`--list`, the hicann/pypto examples convention).
+
+        The ask is a job like any case, with the case's limits. A script that ignores `--list` runs
+        whole in it (it launched a kernel, failed, or timed out): that run is then the script's one
+        case, not repeated (its side effects, once). A clean exit that launched nothing and listed
+        nothing is ambiguous (another listing format?), so the script then runs once more, whole.
+        """
+        request, dirs = self._request(f"list-{self.sub.name}", self.options.timeout_s)
         request.update(kind="script", script=self.sub.script, script_args=["--list", "--run_mode", self.options.mode])
         _script_dir_writable(request, dirs, self.sub.script)
         assert self.warm is not None
         result = self.warm.run_job(request)
         launched = any(e.get("event") == "launch_start" for e in result.get("events", []))
+        if result.get("cancelled"):
+            return []
         if launched or result.get("exit_code") != 0:
-            return []  # the script ignored --list; run it whole
+            self.list_run = (self._script_context(MAIN_CASE, dirs), result)
+            return []
         folder = (result.get("evidence") or {}).get("dir")
         text = JobFiles(folder).text_tail("stdout.txt", LIST_OUTPUT_BYTES) if folder else ""
         ids = SCRIPT_CASE_ID.findall(text) or [i for i in self._beside_case_ids() if _listed(i, text)]
@@ -250,6 +279,7 @@ class _CaseRunner:
             "env": job_environment(dirs, self.options.mode, self.warm.config_path, self.options.device_id),
             "limits": limits.__dict__,
             "limit_flags": dict(self.options.limit_flags),
+            "hide_paths": [str(p) for p in self.options.hide_paths],
             "graph_verify": self._graph_verify_config(),
         }
         return request, dirs
@@ -262,14 +292,21 @@ class _CaseRunner:
     def run_all(self, specs: list[Any], on_case: CaseCallback | None) -> tuple[list[CaseResult], bool]:
         """Run every case, up to options.parallel at once; results in spec order, and whether stopped."""
         assert self.warm is not None
-        prepared = [self._prepare(spec) for spec in specs]
+        ran = self.list_run if specs == [MAIN_CASE] else None  # the script already ran whole (--list ignored)
+        prepared = [] if ran else [self._prepare(spec) for spec in specs]
         results: list[CaseResult | None] = [None] * len(specs)
         recheck: list[int] = []
         done = 0
         stopped = False
-        jobs = self.warm.run_jobs([request for _, request in prepared], self.options.parallel)
+        jobs = iter([(0, ran[1])]) if ran else self.warm.run_jobs([request for _, request in prepared],
+                                                                  self.options.parallel)
+        if ran:
+            prepared = [(ran[0], {})]
         try:
             for index, raw in jobs:
+                if raw.get("cancelled"):  # killed mid-case on a cancel: no verdict, and nothing more runs
+                    stopped = True
+                    break
                 case = self._build(prepared[index][0], raw)
                 results[index] = case
                 if self._needs_plain_rerun(specs[index], case):
@@ -279,8 +316,16 @@ class _CaseRunner:
                 if on_case and on_case(case, done, len(specs)) is False:
                     stopped = True
                     break
+        except BaseException:
+            cancel = getattr(self.warm, "cancel", None)
+            if cancel is not None:
+                cancel()  # interrupted here (SIGTERM, an error): stop the jobs in flight, do not wait them out
+            raise
         finally:
-            jobs.close()  # waits for the jobs still in flight
+            close = getattr(jobs, "close", None)
+            if close is not None:
+                close()  # waits for the jobs still in flight
+        stopped = stopped or bool(getattr(self.warm, "cancelled", False))
         for index in [] if stopped else recheck:
             results[index] = self._without_graph_verify(specs[index], prepared[index][0], results[index])
             done += 1
@@ -355,11 +400,13 @@ class _CaseRunner:
         request.update(kind="module" if function else "script", function=function, script=self.sub.script,
                        script_args=[*args, "--run_mode", self.options.mode])
         _script_dir_writable(request, dirs, self.sub.script)
-        ctx = JobContext(operator=self.sub.name, case=case_id, mode=self.options.mode, dirs=dirs,
-                         is_script=True, golden_fallback=self.golden_fallback,
-                         memory_bytes=self.options.memory_bytes, timeout_s=self.options.timeout_s,
-                         skew_findings=self.skew_findings)
-        return ctx, request
+        return self._script_context(case_id, dirs), request
+
+    def _script_context(self, case_id: str, dirs: JobDirs) -> JobContext:
+        return JobContext(operator=self.sub.name, case=case_id, mode=self.options.mode, dirs=dirs,
+                          is_script=True, golden_fallback=self.golden_fallback,
+                          memory_bytes=self.options.memory_bytes, timeout_s=self.options.timeout_s,
+                          skew_findings=self.skew_findings)
 
     def _finish(self, ctx: JobContext, request: dict[str, Any]) -> CaseResult:
         assert self.warm is not None

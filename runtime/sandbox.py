@@ -21,6 +21,7 @@ CLONE_NEWNET = 0x40000000
 MS_RDONLY = 0x1
 MS_NOSUID = 0x2
 MS_NODEV = 0x4
+MS_NOEXEC = 0x8
 MS_REMOUNT = 0x20
 MS_BIND = 0x1000
 MS_REC = 0x4000
@@ -28,6 +29,7 @@ MS_PRIVATE = 0x40000
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_PDEATHSIG = 1
 
+PRIVATE_TMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 # Job uids: one per concurrent job (RLIMIT_NPROC counts a uid's processes machine-wide).
 JOB_UID_BASE = 200_000
 JOB_UID_RANGE = 50_000
@@ -44,7 +46,7 @@ class Limits:
     memory_bytes: int = 8 * 1024**3
     file_bytes: int = 2 * 1024**3  # one file (RLIMIT_FSIZE)
     disk_bytes: int = 4 * 1024**3  # the whole job dir
-    tmp_bytes: int = 256 * 1024**2  # each of the job's private /tmp, /var/tmp and /dev/shm
+    tmp_bytes: int = 512 * 1024**2  # each of the job's private /tmp, /var/tmp and /dev/shm
     nproc: int = 512  # processes and threads, the job cgroup's pids.max (else RLIMIT_NPROC of the job uid)
     isolate_network: bool = True
     drop_privileges: bool = True
@@ -117,8 +119,13 @@ def _expose_through(closed: Path, children: set[Path], writable: Path) -> None:
             os.close(fd)
 
 
-def isolate(job_dir: Path, log_binds: dict[Path, Path], limits: Limits) -> Isolation:
-    """In the job leader: new namespaces and the job's view of the filesystem. Best effort."""
+def isolate(job_dir: Path, log_binds: dict[Path, Path], limits: Limits, expose: list[Path] | None = None,
+            hide: list[Path] | None = None) -> Isolation:
+    """In the job leader: new namespaces and the job's view of the filesystem. Best effort.
+
+    `expose` are paths the job needs that may lie under /tmp (the warm parent's scratch dir);
+    `hide` are host paths the job must not see at all (a service's data dir, docs/SECURITY.md).
+    """
     iso = Isolation()
     privileged = os.geteuid() == 0
     flags = CLONE_NEWNS | CLONE_NEWPID | (CLONE_NEWNET if limits.isolate_network else 0)
@@ -136,6 +143,8 @@ def isolate(job_dir: Path, log_binds: dict[Path, Path], limits: Limits) -> Isola
     try:
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
         iso.mount_namespace = True
+        iso.private_tmp = _private_tmps(limits.tmp_bytes, [*needed_paths(job_dir), *(expose or [])], iso.notes)
+        iso.hidden = _hide(hide or [], job_dir, iso.notes)
         for target, source in log_binds.items():
             target.mkdir(parents=True, exist_ok=True)
             _mount(str(source), str(target), None, MS_BIND)
@@ -144,6 +153,67 @@ def isolate(job_dir: Path, log_binds: dict[Path, Path], limits: Limits) -> Isola
     except OSError as exc:
         iso.notes.append(f"mount setup failed: {exc}")
     return iso
+
+
+def _outermost(paths: list[Path]) -> list[Path]:
+    """The paths not inside another of them."""
+    unique = sorted(set(paths), key=lambda p: len(p.parts))
+    kept: list[Path] = []
+    for path in unique:
+        if not any(path.is_relative_to(k) for k in kept):
+            kept.append(path)
+    return kept
+
+
+def _private_tmps(size_bytes: int, needed: list[Path], notes: list[str]) -> bool:
+    """Give the job its own size-capped, RAM-backed /tmp, /var/tmp and /dev/shm (gone with the job).
+
+    What the job writes there is charged to its memory cgroup, and vanishes with its mount namespace.
+    The paths it needs under them (its job dir, the warm parent's config) are bound back, exactly:
+    the rest of the host's /tmp, including other jobs' dirs, is out of sight.
+    """
+    done = True
+    for name in PRIVATE_TMP_DIRS:
+        tmp = Path(name)
+        if tmp.is_symlink() or not tmp.is_dir():
+            continue
+        keep = _outermost([p for p in needed if p.is_relative_to(tmp) and p != tmp and p.exists()])
+        fds = {path: os.open(path, os.O_PATH) for path in keep}
+        try:
+            _mount("tmpfs", name, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={size_bytes}")
+            for path, fd in fds.items():
+                if path.is_dir() or os.path.isdir(f"/proc/self/fd/{fd}"):
+                    path.mkdir(parents=True, exist_ok=True)
+                else:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.touch()
+                _mount(f"/proc/self/fd/{fd}", str(path), None, MS_BIND | MS_REC)
+        except OSError as exc:
+            notes.append(f"no private {name}: {exc}")
+            done = False
+        finally:
+            for fd in fds.values():
+                os.close(fd)
+    return done
+
+
+def _hide(paths: list[Path], job_dir: Path, notes: list[str]) -> list[str]:
+    """Cover each path with an empty read-only tmpfs (a file with /dev/null): the job sees nothing there."""
+    hidden = []
+    for path in _outermost([p.resolve() for p in paths]):
+        if job_dir.resolve().is_relative_to(path):
+            notes.append(f"not hidden: {path} holds the job dir")
+            continue
+        try:
+            if path.is_dir():
+                _mount("tmpfs", str(path), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                       "mode=000,size=4k")
+            elif path.exists():
+                _mount("/dev/null", str(path), None, MS_BIND)
+            hidden.append(str(path))  # a path that is gone from the job's view counts as hidden too
+        except OSError as exc:
+            notes.append(f"not hidden: {path}: {exc}")
+    return hidden
 
 
 def _hide_closed_dirs(job_dir: Path) -> None:

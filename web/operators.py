@@ -17,8 +17,8 @@ from web.errors import HtmlRoute
 from web.overview import operator_row
 
 router = APIRouter(route_class=HtmlRoute)
-HISTORY_RUNS = 200  # the default window: the last runs, drawn one point each
-HISTORY_BUCKETS = 200  # longer ranges are drawn as min/max per time bucket (docs/history.md)
+HISTORY_RUNS = history.DEFAULT_RUNS  # the default window: the last runs, drawn one point each
+HISTORY_BUCKETS = 100  # longer ranges are drawn as min/max per time bucket (docs/history.md)
 RANGES_DAYS = {"90d": 90, "1y": 365}
 Range = Literal["runs", "90d", "1y"]
 RECENT_JOBS = 20
@@ -39,6 +39,7 @@ def operator_page(request: Request, name: str, session: SessionDep, caller: Read
     runs = history.operator_history(session, operator.id, history_window(range)).points
     row = operator_row(operator, queries.case_summaries(session, [operator.id])[operator.id])
     return render(request, "operator.html", caller, op=operator, row=row, history=runs, range=range,
+                  history_runs=HISTORY_RUNS,
                   flagged=operator.combined_verdict in FLAGGED,
                   diff_chart=diff_chart.build(runs, queries.graph_failed_jobs(session, [p["job_id"] for p in runs])),
                   time_chart=charts.linear_trend(runs, "aicore_time_us", "AICore time", "cost", "µs"),

@@ -32,6 +32,8 @@ class WorkerSettings(BaseSettings):
     npu_devices: str = ""
     npu_quarantine_after: int = 3
     npu_state_dir: Path | None = None  # default: data_dir/npu
+    # Host paths no job may see besides data_dir and npu_state_dir, os.pathsep-separated (docs/SECURITY.md).
+    hide_from_jobs: str = ""
 
     @field_validator("job_heartbeat_s", "broker_poll_s")
     @classmethod

@@ -44,11 +44,13 @@ class Ticker:
 class JobHeartbeat:
     """Keeps a claimed job alive on the server and learns whether it should stop."""
 
-    def __init__(self, api: ApiClient, job_id: int, attempt: int, interval_s: float):
+    def __init__(self, api: ApiClient, job_id: int, attempt: int, interval_s: float,
+                 on_cancel: Callable[[], None] | None = None):
         self.api = api
         self.job_id = job_id
         self.attempt = attempt
         self.cancel_requested = False
+        self.on_cancel = on_cancel  # kills the running case (the runtime's warm parent)
         self._progress: dict[str, Any] | None = None
         self._lock = threading.Lock()
         self._ticker = Ticker(f"job-heartbeat-{job_id}", interval_s, self.beat)
@@ -59,6 +61,9 @@ class JobHeartbeat:
         if self.api.heartbeat(self.job_id, self.attempt, progress):
             if not self.cancel_requested:
                 log.info("job.cancel_requested job_id=%s attempt=%s", self.job_id, self.attempt)
+                self.cancel_requested = True
+                if self.on_cancel is not None:
+                    self.on_cancel()
             self.cancel_requested = True
 
     def progress(self, progress: dict[str, Any]) -> bool:

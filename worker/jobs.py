@@ -55,6 +55,7 @@ class WorkerContext:
     graph_verify: bool = True
     parallel: int = 1  # cases of one job at once
     warm_parents: dict[str, WarmHolder] = field(default_factory=dict)
+    hide_paths: list[Path] = field(default_factory=list)  # the service's data, out of every job's sight
 
     def warm(self, mode: str) -> WarmHolder:
         """The process's warm parent for a mode (an NPU parent keeps CANN's environment, a SIM one drops it)."""
@@ -81,8 +82,10 @@ def run_job(ctx: WorkerContext, job_id: int, attempt: int,
         log.info("job.not_claimable job_id=%s attempt=%s", job_id, attempt)
         return SKIPPED
     log.info("job.claimed job_id=%s attempt=%s mode=%s worker=%s", job_id, attempt, job["mode"], ctx.name)
+    ctx.warm(job["mode"]).clear_cancel()
     with tempfile.TemporaryDirectory(prefix=f"crosscheck-job{job_id}-") as tmp, \
-            JobHeartbeat(ctx.api, job_id, attempt, ctx.heartbeat_s) as beat:
+            JobHeartbeat(ctx.api, job_id, attempt, ctx.heartbeat_s,
+                         on_cancel=ctx.warm(job["mode"]).cancel_running) as beat:
         Path(tmp).chmod(0o755)  # the sandboxed job uid must traverse into its job dirs
         try:
             result = _execute(ctx, job, Path(tmp), beat, interrupts)
@@ -110,7 +113,7 @@ def _execute(ctx: WorkerContext, job: dict[str, Any], tmp: Path, beat: JobHeartb
         mode=job["mode"], cases=list(job["submission"].get("case_filter") or []),
         timeout_s=float(job["case_timeout_s"]), memory_bytes=int(float(job["case_memory_gib"]) * GIB),
         work_dir=tmp / "work", cache_dir=ctx.cache_dir, graph_verify=ctx.graph_verify,
-        parallel=ctx.parallel, limit_flags=WORKER_LIMIT_FLAGS,
+        parallel=ctx.parallel, limit_flags=WORKER_LIMIT_FLAGS, hide_paths=list(ctx.hide_paths),
     )
 
     def on_case(case: CaseResult, done: int, total: int) -> bool:

@@ -9,8 +9,10 @@
 from __future__ import annotations
 
 import logging
+import os
 import socket
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from celery import signals
@@ -67,8 +69,16 @@ def _make_context(hostname: str) -> WorkerContext:
     return WorkerContext(
         api=ApiClient(settings.api_url, settings.worker_token), name=hostname,
         cache_dir=settings.resolved_cache_dir, heartbeat_s=settings.job_heartbeat_s, cards=pool, ledger=ledger,
-        parallel=max(1, settings.case_parallel),
+        parallel=max(1, settings.case_parallel), hide_paths=service_paths(settings),
     )
+
+
+def service_paths(settings: WorkerSettings) -> list[Path]:
+    """The service's files no job may see (its mount namespace covers them, docs/SECURITY.md): the
+    data dir (on a single host also the server's databases, bundles and logs), the NPU card state,
+    and HIDE_FROM_JOBS (e.g. a BLOB_DIR outside the data dir)."""
+    paths = [settings.data_dir.resolve(), settings.resolved_npu_state_dir]
+    return paths + [Path(p).resolve() for p in settings.hide_from_jobs.split(os.pathsep) if p.strip()]
 
 
 def npu_cards(settings: WorkerSettings) -> tuple[CardPool | None, CardLedger | None]:

@@ -21,6 +21,7 @@ class WarmHolder:
         self.mode = mode
         self._lock = threading.Lock()
         self._warm: WarmParent | None = None
+        self._cancel = False  # the current job was cancelled
         self.starts = 0
 
     def _alive(self) -> bool:
@@ -45,6 +46,8 @@ class WarmHolder:
                 self.starts += 1
                 log.info("warm.started mode=%s pid=%s", self.mode, warm.info.get("pid"))
             assert self._warm is not None
+            if self._cancel:
+                self._warm.cancelled = True
             return self._warm
 
     def prestart(self) -> threading.Thread:
@@ -65,6 +68,21 @@ class WarmHolder:
             if self._warm is not None:
                 self._warm.close()
                 self._warm = None
+
+    def clear_cancel(self) -> None:
+        """A new job starts: an earlier job's cancel no longer applies."""
+        self._cancel = False
+        warm = self._warm
+        if warm is not None:
+            warm.cancelled = False
+
+    def cancel_running(self) -> None:
+        """Kill the case running now and send no more (from the heartbeat thread, without the lock:
+        get() may hold it). A warm parent started later for this job starts cancelled."""
+        self._cancel = True
+        warm = self._warm
+        if warm is not None:
+            warm.cancel()
 
     @property
     def pid(self) -> int | None:

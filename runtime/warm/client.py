@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 from importlib import util as importlib_util
 from pathlib import Path
 from typing import Any, Iterator
@@ -60,6 +61,8 @@ class WarmParent:
         self.sock: socket.socket | None = None
         self._reader: Any = None
         self._next_id = 0
+        self._send_lock = threading.Lock()  # cancel() comes from another thread (the worker's heartbeat)
+        self.cancelled = False  # set by cancel(): no further job is sent until the owner clears it
         self.info: dict[str, Any] = {}
 
     @property
@@ -130,7 +133,9 @@ class WarmParent:
 
     def run_job(self, request: dict[str, Any]) -> dict[str, Any]:
         """Run one job; returns the leader's report (events, exit status, timings)."""
-        return next(self.run_jobs([request], parallel=1))[1]
+        for _index, report in self.run_jobs([request], parallel=1):
+            return report
+        return {"cancelled": True}  # cancelled before it was sent
 
     def run_jobs(self, requests: list[dict[str, Any]], parallel: int) -> Iterator[tuple[int, dict[str, Any]]]:
         """Run jobs with up to `parallel` at once; yields (index, report) as each finishes.
@@ -143,24 +148,44 @@ class WarmParent:
         pending = list(enumerate(requests))
         in_flight: dict[int, int] = {}
         try:
-            while pending or in_flight:
-                while pending and len(in_flight) < max(1, parallel):
+            while (pending and not self.cancelled) or in_flight:
+                while pending and not self.cancelled and len(in_flight) < max(1, parallel):
                     index, request = pending.pop(0)
                     self._next_id += 1
                     in_flight[self._next_id] = index
                     body = {**request, "id": self._next_id, "warm_log_dir": str(self.log_dir)}
-                    self.sock.sendall(json.dumps(body).encode() + b"\n")
+                    self._send(json.dumps(body).encode() + b"\n")
                 reply = self._receive()
                 index = in_flight.pop(reply.pop("id"))
                 yield index, reply
+        except BaseException as exc:
+            if in_flight and not isinstance(exc, GeneratorExit):
+                self.cancel()  # interrupted (SIGTERM, Ctrl-C, an error): stop what runs, do not wait it out
+            raise
         finally:
             while in_flight:  # a caller that stopped early: drain what is still running
                 in_flight.pop(self._receive().pop("id"), None)
 
+    def cancel(self) -> None:
+        """Stop every job running now: each ends at once with `cancelled` in its report, and no further
+        job is sent until `cancelled` is cleared. Thread-safe."""
+        self.cancelled = True
+        try:
+            self._send(b'{"op": "cancel"}\n')
+        except OSError:
+            pass
+
+    def _send(self, data: bytes) -> None:
+        sock = self.sock
+        if sock is None:
+            return
+        with self._send_lock:
+            sock.sendall(data)
+
     def close(self) -> None:
         if self.sock is not None:
             try:
-                self.sock.sendall(b'{"op": "quit"}\n')
+                self._send(b'{"op": "quit"}\n')
             except OSError:
                 pass
             self.sock.close()

@@ -31,6 +31,8 @@ def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict
     """
     from runtime import child
 
+    cancel = _Cancel()
+    signal.signal(signal.SIGTERM, cancel.request)  # the warm parent's way to say "stop this job now"
     limits = sandbox.Limits(**request["limits"])
     job_dir = Path(request["job_dir"])
     privileged = os.geteuid() == 0
@@ -48,7 +50,10 @@ def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict
     _load_calculator(request.get("graph_verify") or {})
     log_binds = {warm_logs: job_logs}
     sink = evidence.open_sink(request)  # before isolating: the evidence dir may be hidden after
-    iso = sandbox.isolate(job_dir, log_binds, limits)
+    cache = (request.get("graph_verify") or {}).get("cache_dir")
+    expose = [warm_logs.parent, *([Path(cache)] if cache else [])]
+    hide = [Path(p) for p in request.get("hide_paths") or []]
+    iso = sandbox.isolate(job_dir, log_binds, limits, expose, hide)
     if uid is not None and not iso.mount_namespace:
         iso.notes.append("no mount namespace: the job keeps the warm parent's uid")
         uid = None
@@ -82,7 +87,7 @@ def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict
             os._exit(71)
         child.main(request, ev_w)
     os.close(ev_w)
-    raw, status, rusage, timed_out = _watch(pid, ev_r, start + limits.timeout_s, guard)
+    raw, status, rusage, timed_out = _watch(pid, ev_r, start + limits.timeout_s, guard, cancel)
     wall = time.monotonic() - start
     if not iso.pid_namespace:
         try:
@@ -107,6 +112,7 @@ def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict
         "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
         "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
         "timed_out": timed_out,
+        "cancelled": cancel.requested,
         "wall_s": round(wall, 4),
         "maxrss_kb": rusage.ru_maxrss if rusage else 0,
         "pid": pid,
@@ -143,8 +149,18 @@ def _redirect_output(request: dict[str, Any]) -> None:
     os.close(stdin)
 
 
-def _watch(pid: int, ev_r: int, deadline: float, guard: Guard) -> tuple[bytes, int, Any, bool]:
-    """Read events until the job exits, breaks a limit or the deadline passes (then kill it).
+class _Cancel:
+    """Set by SIGTERM; the watch loop sees it within POLL_S."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def request(self, _signum: int, _frame: object) -> None:
+        self.requested = True
+
+
+def _watch(pid: int, ev_r: int, deadline: float, guard: Guard, cancel: _Cancel) -> tuple[bytes, int, Any, bool]:
+    """Read events until the job exits, breaks a limit, is cancelled or the deadline passes (then kill it).
 
     Keeps at most MAX_EVENT_BYTES (+1 to tell a flood): the job controls how much it sends.
     """
@@ -157,9 +173,9 @@ def _watch(pid: int, ev_r: int, deadline: float, guard: Guard) -> tuple[bytes, i
         _drain(ev_r, chunks)
         if done:
             break
-        broke = guard.check(pid)
-        timed_out = broke is None and time.monotonic() >= deadline
-        if broke or timed_out:
+        broke = None if cancel.requested else guard.check(pid)
+        timed_out = broke is None and not cancel.requested and time.monotonic() >= deadline
+        if broke or timed_out or cancel.requested:
             _kill_job(pid, guard)
             _, status, rusage = os.wait4(pid, 0)
             _drain(ev_r, chunks)

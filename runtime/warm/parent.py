@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime import sandbox
+from runtime import cgroup, sandbox
 from runtime.warm.leader import supervise_job
 
 LEADER_GRACE_S = 60.0  # on top of the job timeout, before the parent kills a stuck leader
@@ -48,6 +48,7 @@ class _Running:
     fd: int
     deadline: float
     chunks: list[bytes] = field(default_factory=list)
+    cancelled: bool = False
 
 
 def serve(fd: int, mode: str, scratch: str) -> None:
@@ -66,6 +67,7 @@ def serve(fd: int, mode: str, scratch: str) -> None:
     except BaseException as exc:  # noqa: BLE001 - tell the client why, then stop
         send({"ready": False, "error": f"{type(exc).__name__}: {exc}"})
         return
+    cgroup.sweep()  # job groups of leaders killed before they could clean up
     send({"ready": True, "pid": os.getpid(), **info})
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     running: dict[int, _Running] = {}  # by report fd
@@ -90,6 +92,11 @@ def serve(fd: int, mode: str, scratch: str) -> None:
                 if request.get("op") == "quit":
                     accepting = False
                     continue
+                if request.get("op") == "cancel":  # every running job: its leader kills it and reports
+                    for job in running.values():
+                        job.cancelled = True
+                        os.kill(job.pid, signal.SIGTERM)
+                    continue
                 job = _start_leader(request, sock, list(running))
                 running[job.fd] = job
         for fd_ in [f for f in ready if isinstance(f, int)]:
@@ -105,6 +112,8 @@ def serve(fd: int, mode: str, scratch: str) -> None:
                 report = json.loads(b"".join(job.chunks))
             except ValueError:
                 report = {"leader_error": "job leader died without a report"}
+            if job.cancelled:
+                report["cancelled"] = True  # also when SIGTERM came before the leader could catch it
             if accepting:
                 send({**report, "id": job.request_id})
 

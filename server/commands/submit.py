@@ -29,6 +29,8 @@ UPLOAD_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".py")
 SKIP_DIRS = {"__pycache__", ".git", "output", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 POLL_S = 1.0
 FINISHED = ("succeeded", "failed", "error", "cancelled", "timeout", "expired")
+# The start of the API's 409 for a pypto version no online worker has (server/services/pypto_route.py): exit 3.
+NO_WORKER_FOR_VERSION = "no online worker has pypto"
 TRANSIENT_TRIES = 5  # while waiting, ride out a server restart of a few seconds
 # A finished job's status in words: "failed" only means its verdicts are not acceptable.
 STATUS_WORDS = {"succeeded": "finished: every case acceptable",
@@ -144,6 +146,8 @@ class Server:
             if response.status_code >= 500:
                 raise Infrastructure(f"the server failed {method} {path} (HTTP {response.status_code}): "
                                      f"{_detail(response)}")
+            if response.status_code == 409 and _detail(response).startswith(NO_WORKER_FOR_VERSION):
+                raise Infrastructure(f"the server refused {method} {path}: {_detail(response)}")
             if response.status_code >= 400:
                 raise Unusable(f"the server refused {method} {path} (HTTP {response.status_code}): "
                                f"{_detail(response)}")

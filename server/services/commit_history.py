@@ -12,7 +12,7 @@ from runtime import verdicts
 from server.models import CaseResult
 from server.services.history import newest_runs
 
-MAX_RUNS = 500  # the newest runs looked at; older commits drop off the table
+MAX_RUNS = 200  # the newest runs looked at; older commits drop off the table
 
 
 @dataclass

@@ -22,7 +22,7 @@ from server.services import combined
 DIFF_GROWTH = 10.0
 # Failing verdicts, most severe first (a change towards the front is a regression).
 FAILING_ORDER = (verdicts.SUSPECT_FAKE_PASS, verdicts.CRASH, verdicts.TIMEOUT, verdicts.STRUCTURAL_ERROR,
-                 verdicts.GRAPH_FAIL, verdicts.PRECISION_FAIL, verdicts.NOT_RUN)
+                 verdicts.GRAPH_FAIL, verdicts.PRECISION_FAIL, verdicts.VERSION_SKEW, verdicts.NOT_RUN)
 
 Key = tuple[str, str, str]  # operator, case, mode
 

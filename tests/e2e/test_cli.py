@@ -187,3 +187,16 @@ def test_up_stops_cleanly_on_ctrl_c(up: Up) -> None:
     assert up.proc.wait(timeout=120) == 0, up.log.read_text()[-3000:]
     Stack.wait(lambda: not [p for p in tree if alive(p)], 30, f"the children {tree} of crosscheck up to exit")
     assert "crosscheck up: stopped" in up.log.read_text()
+
+
+def test_submit_for_a_pypto_no_worker_has_exits_3(up: Up) -> None:
+    done = up.submit(str(EXAMPLES / "relu"), "--server", up.url, "--pypto", "9.9.9.dev0", "--wait")
+    assert done.returncode == 3, done.stdout + done.stderr  # no capable worker: infrastructure
+    assert "no online worker has pypto 9.9.9.dev0" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_submit_a_kernel_for_a_newer_pypto_exits_2_with_version_skew(up: Up) -> None:
+    kernel = REPO / "tests" / "fixtures" / "diagnosis" / "pypto-api-missing"
+    done = up.submit(str(kernel), "--server", up.url, "--wait")
+    assert done.returncode == 2, done.stdout + done.stderr  # not a kernel defect
+    assert "version_skew" in done.stdout and "pypto.PrecisionType" in done.stdout

@@ -12,7 +12,7 @@ import pytest
 from runtime import verdicts
 from tests.hostile.evidence_kit import NORMAL, package, run
 from tests.hostile.sandbox_kit import processes_of
-from tests.hostile.unfixed_sandbox import UnfixedLimitsParent
+from tests.hostile.unfixed_sandbox import UnfixedLimitsParent, WatchdogWarmParent
 
 pytestmark = pytest.mark.slow
 
@@ -69,6 +69,14 @@ def test_children_hogging_memory_are_stopped_as_a_resource_limit(warm_sim, tmp_p
     assert case.verdict == verdicts.RESOURCE_LIMIT, (case.verdict, case.error)
     assert "memory limit" in case.verdict_reason and "--memory GIB" in case.verdict_reason
     assert raw["memory_limit"].startswith("cgroup") and raw["resource_limit"]["limit"] == "memory"
+    assert processes_of(raw["isolation"]["uid"]) == []
+
+
+def test_without_a_cgroup_the_watchdog_stops_the_children(tmp_path):
+    with WatchdogWarmParent("sim") as warm:
+        case, raw = run(package(tmp_path / "op", CHILDREN_HOG), warm, tmp_path / "w", memory_bytes=2 * GIB)
+    assert case.verdict == verdicts.RESOURCE_LIMIT, (case.verdict, case.error)
+    assert raw["memory_limit"] == "rss watchdog" and "resident memory" in case.verdict_reason
     assert processes_of(raw["isolation"]["uid"]) == []
 
 

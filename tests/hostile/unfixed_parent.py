@@ -1,7 +1,8 @@
 """The warm parent with the job limits as they were before issue 8 item 7 (see unfixed_sandbox.py).
 
 Started as `python -m tests.hostile.unfixed_parent FD MODE SCRATCH`: the real warm parent, except
-that its leaders make no cgroup, watch nothing, and give the job RLIMIT_AS and RLIMIT_NPROC only.
+that its leaders make no cgroup, watch nothing (memory or disk), give the job RLIMIT_AS and
+RLIMIT_NPROC only, and leave it the host's /tmp, /var/tmp and /dev/shm (items 7 and 8).
 """
 from __future__ import annotations
 
@@ -29,4 +30,5 @@ if __name__ == "__main__":
     sandbox.enter = _old_enter
     leader.JobCgroup.create = classmethod(lambda cls, *a, **k: (None, "unfixed: no cgroup"))  # type: ignore
     guard.Guard.check = lambda self, pid: None  # type: ignore[method-assign]
+    sandbox._private_tmps = lambda size_bytes, needed, notes: False  # type: ignore[assignment]
     parent.serve(int(sys.argv[1]), sys.argv[2], sys.argv[3])

@@ -28,6 +28,13 @@ class UnfixedWarmParent(WarmParent):
 
 
 class UnfixedLimitsParent(WarmParent):
-    """A warm parent whose leaders limit memory as before item 7: RLIMIT_AS per process, no cgroup."""
+    """A warm parent whose leaders limit as before items 7 and 8: RLIMIT_AS per process, no cgroup,
+    no disk watch, the host's /tmp."""
 
     parent_module = "tests.hostile.unfixed_parent"
+
+
+class WatchdogWarmParent(WarmParent):
+    """Not unfixed: the fixed warm parent as it runs where no cgroup can be made (RSS watchdog)."""
+
+    parent_module = "tests.hostile.watchdog_parent"

@@ -18,6 +18,7 @@ from runtime import exit_codes as ec
     ("not_run", "sim", "golden", ec.UNUSABLE),  # the golden failed: the submission's, not the kernel's
     ("not_run", "npu", "device", ec.INFRA),  # the card could not be set up: ours
     ("pass", "sim", "compare", ec.KERNEL_DEFECT),  # a SIM "pass" is not acceptable for SIM
+    ("version_skew", "sim", "sim", ec.UNUSABLE),  # written for another pypto: not the kernel's defect
 ])
 def test_each_case_gets_its_code(verdict: str, mode: str, stage: str, code: int) -> None:
     assert ec.of_case(verdict, mode, stage) == code

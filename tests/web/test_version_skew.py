@@ -42,3 +42,21 @@ def test_version_skew_is_shown_and_grouped(tmp_path: Path) -> None:
     assert "1" in chip.find("span", cls="n").text() and "written for another pypto" in chip.text()
     rows = parse(only_skew.text).find_all("tbody", cls="op")
     assert [r.attrs.get("data-verdict") for r in rows] == ["version_skew"]
+
+
+def test_the_submit_form_asks_for_a_pypto_and_explains_a_refusal(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path / "data")
+    upgrade(settings.resolved_database_url)
+    app = make_app(settings)
+    with app.state.sessionmaker() as session:
+        _, secret = tokens.create(session, "submitter", ["submit"])
+        session.commit()
+    with TestClient(app, follow_redirects=False) as client:
+        client.cookies.set("crosscheck_token", secret)
+        form = parse(client.get("/submit").text)
+        refused = client.post("/submit", files={"file": ("k.zip", seeding.bundle("scale_add"), "application/zip")},
+                              data={"modes": "sim", "pypto": "0.3.0.dev0"})
+    app.state.engine.dispose()
+    assert form.find("input", id="s-pypto").attrs.get("name") == "pypto"
+    assert refused.status_code == 409 and refused.headers["content-type"].startswith("text/html")
+    assert "no online worker has pypto 0.3.0.dev0" in parse(refused.text).find("p", cls="detail").text()

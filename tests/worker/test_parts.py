@@ -172,3 +172,11 @@ def test_worker_settings_need_only_the_broker_and_the_api(monkeypatch: pytest.Mo
     monkeypatch.setenv("NPU_DEVICES", "0-x")
     with pytest.raises(ValueError, match="NPU_DEVICES|npu_devices|0-x"):
         WorkerSettings()
+
+
+def test_every_job_is_told_to_hide_the_service_data(tmp_path: Path) -> None:
+    from worker.lifecycle import service_paths
+
+    settings = WorkerSettings(data_dir=tmp_path / "data", npu_state_dir=tmp_path / "cards",
+                              hide_from_jobs=f"{tmp_path / 'bundles'}{os.pathsep}{tmp_path / 'logs'}")
+    assert service_paths(settings) == [tmp_path / "data", tmp_path / "cards", tmp_path / "bundles", tmp_path / "logs"]

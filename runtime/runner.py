@@ -14,6 +14,7 @@ from typing import Any, Callable
 from runtime.modes import MODES
 from runtime import submission as submission_mod
 from runtime import testmodule
+from runtime.cases import check_memory
 from runtime.dtypes import default_tolerance
 from runtime.errors import NO_NPU_MESSAGE, HostError, SubmissionError
 from runtime.host import choose_device, environment, npu_fingerprint, npu_status
@@ -102,6 +103,8 @@ def _run_in(work: Path, path: Path, options: RunOptions, warm: WarmParent | None
             npu: dict[str, Any], start: float, loaded: submission_mod.Submission | None) -> Report:
     sub = loaded or submission_mod.load(Path(path), work)
     _check_case_filter(sub, options.cases)
+    if sub.case_file is not None:
+        check_memory(sub.case_file, options.memory_bytes)
     _check_pypto(options.pypto, sub.case_file.requires_pypto if sub.case_file else None)
     syntax_stage, syntax_errors = _syntax(sub)
     lint_start = time.perf_counter()

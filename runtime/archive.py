@@ -138,7 +138,7 @@ def _members(fileobj: IO[bytes], label: str, limits: Limits) -> Iterator[list[_M
     if label.lower().endswith(".zip"):
         try:
             zf = zipfile.ZipFile(fileobj)
-        except (zipfile.BadZipFile, OSError) as exc:
+        except (zipfile.BadZipFile, OSError, UnicodeDecodeError) as exc:  # a UTF-8 flagged name that is not
             raise UnsafeArchive(f"{label}: not a valid zip archive ({exc})") from None
         with zf:
             yield _checked(label, limits, [_zip_member(label, zf, i) for i in zf.infolist()])
@@ -148,8 +148,12 @@ def _members(fileobj: IO[bytes], label: str, limits: Limits) -> Iterator[list[_M
     except (tarfile.TarError, EOFError, OSError) as exc:
         raise UnsafeArchive(f"{label}: not a readable .tar.gz archive ({exc})") from None
     with tf:
+        infos: list[tarfile.TarInfo] = []
         try:
-            infos = tf.getmembers()
+            for info in tf:  # counted as they are read: 400,000 empty members stop at the limit
+                infos.append(info)
+                if len(infos) > limits.members:
+                    raise UnsafeArchive(f"{label}: too many members (more than {limits.members})")
         except (tarfile.TarError, EOFError, OSError) as exc:
             raise UnsafeArchive(f"{label}: not a readable .tar.gz archive ({exc})") from None
         yield _checked(label, limits, [_tar_member(label, tf, i) for i in infos])
@@ -165,6 +169,10 @@ def _checked(label: str, limits: Limits, members: list[_Member]) -> list[_Member
 
 
 def _name(label: str, name: str) -> PurePosixPath:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # tarfile keeps undecodable bytes as surrogates
+        raise UnsafeArchive(f"{label}: member {ascii(name)} has a name that is not UTF-8") from None
     pure = PurePosixPath(name.replace("\\", "/"))
     if pure.is_absolute() or name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
         raise UnsafeArchive(f"{label}: member '{name}' escapes the folder: it has an absolute path")

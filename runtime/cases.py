@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runtime.dtypes import canonical_dtype
+from runtime.dtypes import ITEMSIZE, canonical_dtype
 from runtime.errors import SubmissionError
 from runtime.pypto_api import check_version
 from runtime.timing import TimingSpec, parse_spec
@@ -16,6 +17,8 @@ COMPARE_KINDS = ("strict", "ratio")
 # The ratio-tolerant compare of large model ops: at most 0.5% of elements outside tolerance.
 DEFAULT_MAX_MISMATCH_RATIO = 0.005
 SHAPE_SUFFIX = "_shape"
+MIN_SEED, MAX_SEED = -(2**63), 2**64 - 1  # what torch.manual_seed accepts
+MAX_DIMS = 64  # more dims than any tensor library supports
 
 
 @dataclass
@@ -60,6 +63,8 @@ def load_case_file(path: Path, default_name: str) -> CaseFile:
         raise SubmissionError(f"{path.name}: not UTF-8 text ({exc})") from None
     except json.JSONDecodeError as exc:
         raise SubmissionError(f"{path.name}: bad JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise SubmissionError(f"{path.name}: nested too deeply to be a case file") from None
     if not isinstance(raw, dict):
         raise SubmissionError(f"{path.name}: top level must be an object with 'op_name' and 'test_cases'")
     op_name = raw.get("op_name", default_name)
@@ -112,6 +117,8 @@ def _parse_case(where: str, index: int, item: Any) -> CaseSpec:
     seed = item.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise SubmissionError(f"{label}: 'seed' must be an integer, got {seed!r}")
+    if not MIN_SEED <= seed <= MAX_SEED:
+        raise SubmissionError(f"{label}: 'seed' {seed} is outside torch.manual_seed's range [{MIN_SEED}, {MAX_SEED}]")
     if "inputs" in item:
         raw_inputs = item["inputs"]
         if not isinstance(raw_inputs, list) or not raw_inputs:
@@ -218,8 +225,32 @@ def validate_shape(where: str, shape: Any) -> list[int]:
         isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape
     )
     if not ok:
-        raise SubmissionError(f"{where}: shape must be a non-empty list of positive ints, got {shape!r}")
+        raise SubmissionError(f"{where}: shape must be a non-empty list of positive ints, got {_short(shape)}")
+    if len(shape) > MAX_DIMS:
+        raise SubmissionError(f"{where}: {len(shape)} dims; a tensor has at most {MAX_DIMS}")
     return list(shape)
+
+
+def case_bytes(case: CaseSpec) -> int:
+    """The bytes of a case's declared inputs and outputs: a floor on what running it needs."""
+    tensors = [(i.shape, i.dtype) for i in case.inputs]
+    tensors += [(o["shape"], o.get("dtype", "float32")) for o in case.outputs if "shape" in o]
+    return sum(math.prod(shape) * ITEMSIZE.get(dtype, 8) for shape, dtype in tensors)
+
+
+def check_memory(case_file: CaseFile, memory_bytes: int, flag: str = "--memory") -> None:
+    """Refuse, before anything runs, a case whose tensors alone cannot fit its memory limit."""
+    for case in case_file.cases:
+        need = case_bytes(case)
+        if need > memory_bytes:
+            raise SubmissionError(
+                f"case '{case.id}': its tensors alone need {need / 2**30:.1f} GiB, over the "
+                f"{memory_bytes / 2**30:.1f} GiB memory limit per case ({flag} raises it)")
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _optional_float(label: str, item: dict[str, Any], key: str) -> float | None:

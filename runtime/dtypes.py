@@ -13,6 +13,8 @@ DTYPE_ALIASES: dict[str, tuple[str, ...]] = {
     "uint8": ("uint8", "torch.uint8", "dt_uint8"),
     "bool": ("bool", "torch.bool", "dt_bool"),
 }
+ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1,
+            "bool": 1}  # bytes per element
 _LOOKUP = {alias: name for name, aliases in DTYPE_ALIASES.items() for alias in aliases}
 
 # (rtol, atol) when a case gives none: fp32 1e-3 (elementwise/reductions); bf16 2^-7 / 1e-4;

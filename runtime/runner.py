@@ -15,6 +15,7 @@ from typing import Any
 from runtime.modes import MODES
 from runtime import submission as submission_mod
 from runtime import testmodule
+from runtime.cases import check_memory
 from runtime.dtypes import default_tolerance
 from runtime.errors import NO_NPU_MESSAGE, HostError, SubmissionError
 from runtime.host import choose_device, environment, npu_fingerprint, npu_status
@@ -103,6 +104,8 @@ def _run_in(work: Path, path: Path, options: RunOptions, warm: WarmParent | None
             npu: dict[str, Any], start: float, loaded: submission_mod.Submission | None) -> Report:
     sub = loaded or submission_mod.load(Path(path), work)
     _check_case_filter(sub, options.cases)
+    if sub.case_file is not None:
+        check_memory(sub.case_file, options.memory_bytes)
     _check_pypto(options.pypto, sub.case_file.requires_pypto if sub.case_file else None)
     syntax_stage, syntax_errors = _syntax(sub)
     lint_start = time.perf_counter()
@@ -386,7 +389,7 @@ class _CaseRunner:
             request, dirs = self._package_request(case, f"{self.sub.name}-{case.id}-plain")
         request["graph_verify"]["enabled"] = False
         plain = self._finish(JobContext(**{**ctx.__dict__, "dirs": dirs}), request)
-        if plain.structural == "error":
+        if plain.verdict in ("structural_error", "crash", "timeout", "resource_limit"):
             plain.graph_verify = {"status": "unavailable", "metrics": None,
                                   "reason": "the kernel fails to compile or run with and without graph verify"}
             return plain

@@ -11,13 +11,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.openapi.utils import get_openapi
 from sqlalchemy.orm import sessionmaker
 
 import web
 from server import db, ops
 from server.api import errors as api_errors
+from server.api.bounds import int64_params
 from server.api.routes import api_router
 from server.blobs import BlobStore
 from server.config import Settings, get_settings
@@ -25,6 +26,7 @@ from server.migrate import check_schema
 from server.queue import Producer
 from server.schemas.submission import SubmissionCreate
 from server.security_headers import SecurityHeaders
+from server.body_limit import BodyLimit
 from server.sweeper import Sweeper
 from server.webhook_sender import WebhookSender
 
@@ -76,6 +78,7 @@ def create_app(settings: Settings | None = None, *, start_sweeper: bool = True) 
                 engine.dispose()
 
     app = FastAPI(title=TITLE, version="1", lifespan=lifespan, openapi_tags=TAGS,
+                  dependencies=[Depends(int64_params)],
                   summary="Structural and precision verification of PyPTO kernels in SIM and on the NPU")
     app.state.settings = settings
     app.state.engine = engine
@@ -87,6 +90,7 @@ def create_app(settings: Settings | None = None, *, start_sweeper: bool = True) 
     app.include_router(api_router())
     app.include_router(ops.router)
     web.install(app)
+    app.add_middleware(BodyLimit)
     app.add_middleware(SecurityHeaders)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

@@ -81,6 +81,8 @@ def ingest_report(request: Request, caller: SubmitCaller, session: SessionDep, s
         report = json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"the report is not JSON: {exc}") from None
+    except RecursionError:
+        raise InvalidInput("the report is nested too deeply") from None
     report = results.validate_report(report)
     mode, sub = report.get("mode"), report.get("submission") or {}
     if mode not in ingest.MODES:

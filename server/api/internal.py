@@ -99,7 +99,7 @@ async def parse_result(request: Request) -> AsyncIterator[ResultUpload]:
 async def _read_result(form: FormData) -> ResultUpload:
     fields = dict(form.multi_items())
     raw_attempt = fields.get("attempt")
-    if not isinstance(raw_attempt, str) or not raw_attempt.strip().isdigit() or int(raw_attempt) < 1:
+    if not isinstance(raw_attempt, str) or not raw_attempt.strip().isdigit() or not 1 <= int(raw_attempt) < 2**63:
         raise InvalidInput(f"'attempt' must be a positive integer, got {raw_attempt!r}")
     report = fields.get("report")
     text = report if isinstance(report, str) or report is None else (await report.read()).decode("utf-8", "replace")
@@ -123,6 +123,8 @@ def _parse_report(text: str | None) -> dict[str, Any] | None:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"report is not JSON: {exc}") from None
+    except RecursionError:
+        raise InvalidInput("report is nested too deeply") from None
     if not isinstance(value, dict):
         raise InvalidInput("report must be a JSON object")
     return value

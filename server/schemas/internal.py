@@ -5,10 +5,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+INT64_MAX = 2**63 - 1  # what the database stores
+
 
 class ClaimCreate(BaseModel):
     worker: str = Field(..., min_length=1, max_length=200)
-    attempt: int = Field(..., ge=1)
+    attempt: int = Field(..., ge=1, le=INT64_MAX)
 
 
 class ClaimedSubmission(BaseModel):
@@ -36,7 +38,7 @@ class ClaimRead(BaseModel):
 
 
 class JobHeartbeatCreate(BaseModel):
-    attempt: int = Field(..., ge=1)
+    attempt: int = Field(..., ge=1, le=INT64_MAX)
     progress: dict[str, Any] | None = None
 
 

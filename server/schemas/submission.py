@@ -23,7 +23,7 @@ class SubmissionCreate(BaseModel):
     modes: list[Mode] = Field(default_factory=lambda: list[Mode](["sim"]))
     cases: list[str] = Field(default_factory=list, description="run only these case ids")
     labels: SubmissionLabels = Field(default_factory=lambda: SubmissionLabels())
-    suite_run_id: int | None = None
+    suite_run_id: int | None = Field(default=None, ge=1, le=2**63 - 1)
     pypto: str | None = Field(default=None, max_length=48,
                               description="the pypto version the kernel was written for; its jobs go only to "
                                           "workers with it (docs/versions.md)")

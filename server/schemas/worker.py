@@ -13,8 +13,8 @@ class WorkerHeartbeat(BaseModel):
     host: str = Field(..., max_length=200)
     queues: list[str] = Field(default_factory=list)
     capabilities: dict[str, Any] = Field(default_factory=dict, description="modes, devices, versions, ...")
-    current_job_id: int | None = None
-    jobs_done: int | None = Field(default=None, ge=0)
+    current_job_id: int | None = Field(default=None, ge=1, le=2**63 - 1)
+    jobs_done: int | None = Field(default=None, ge=0, le=2**63 - 1)
 
 
 class WorkerRead(OrmModel):

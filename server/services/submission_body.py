@@ -69,8 +69,8 @@ async def _read_form(form: FormData, settings: Settings) -> NewSubmission:
     if len(names) > 1:
         raise InvalidInput("give 'name' or 'operator', not two different names")
     raw_suite = text.get("suite_run_id") or None
-    if raw_suite is not None and not raw_suite.strip().isdigit():
-        raise InvalidInput(f"suite_run_id must be an integer, got {raw_suite!r}")
+    if raw_suite is not None and not (raw_suite.strip().isdigit() and 1 <= int(raw_suite) < 2**63):
+        raise InvalidInput(f"suite_run_id must be an integer (positive, 64-bit), got {raw_suite[:40]!r}")
     labels = {k: text[k] for k in ("branch", "commit", "author") if text.get(k)}
     return NewSubmission(
         filename=upload.filename or "submission", data=data, operator=names.pop() if names else None,

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from runtime.modes import MODES
 from runtime import archive
 from runtime import submission as runtime_submission
+from runtime.cases import check_memory
 from runtime.errors import SubmissionError
 from server.blobs import BlobStore
 from server.config import Settings
@@ -106,6 +107,11 @@ def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmi
     if new.suite_run_id is not None and session.get(SuiteRun, new.suite_run_id) is None:
         raise InvalidInput(f"no suite run {new.suite_run_id}")
     checked = inspect_bundle(new.filename, new.data)
+    if checked.case_file is not None:
+        try:
+            check_memory(checked.case_file, int(settings.case_memory_gib * 2**30), flag="the server's CASE_MEMORY_GIB")
+        except SubmissionError as exc:
+            raise InvalidInput(str(exc)) from None
     known = [c.id for c in checked.case_file.cases] if checked.case_file else None
     if known is not None and new.cases:
         unknown = [c for c in new.cases if c not in known]

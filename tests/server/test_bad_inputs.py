@@ -1,0 +1,159 @@
+"""Hostile or impossible input gets a 4xx naming the problem (never a 500), and `crosscheck run` exits 2.
+
+Each case here was a 500, a traceback or an unbounded buffer before (docs/SECURITY.md, "Bad input").
+"""
+from __future__ import annotations
+
+import asyncio
+import gzip
+import io
+import json
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tests.server.conftest import REPO, package_files, zip_package
+from tests.server.test_lifecycle import INTERNAL, claim
+
+API = "/api/v1"
+URL = f"{API}/submissions"
+BIG = str(2**64 + 1)
+
+
+def tar_gz(members: list[tuple[bytes | str, bytes]]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.GNU_FORMAT, encoding="utf-8",
+                      errors="surrogateescape") as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name.decode("utf-8", "surrogateescape") if isinstance(name, bytes) else name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def cases_with(**change) -> dict[str, str]:
+    files = package_files("scale_add")
+    cases = json.loads(files["test_cases.json"])
+    cases["test_cases"][0].update(change)
+    files["test_cases.json"] = json.dumps(cases)
+    return files
+
+
+def refused(response, *words: str) -> None:
+    assert 400 <= response.status_code < 500, (response.status_code, response.text)
+    detail = response.json()["detail"]
+    assert all(w in detail for w in words), detail
+
+
+def test_a_tar_member_with_a_non_utf8_name(client, hdr):
+    files = [(f"scale_add/{n}", t.encode()) for n, t in package_files("scale_add").items()]
+    data = tar_gz([*files, (b"scale_add/\xff\xfe.py", b"x = 1\n")])
+    refused(client.post(URL, headers=hdr["submit"], files={"file": ("scale_add.tar.gz", data)}), "not UTF-8")
+
+
+def test_400k_empty_members_are_refused_while_streaming(make_app, settings, hdr):
+    header = tarfile.TarInfo("e").tobuf(tarfile.GNU_FORMAT)
+    data = gzip.compress(header * 400_000 + b"\0" * 1024, compresslevel=1)  # about 0.4 MB, 400k members
+    app = make_app(settings.model_copy(update={"max_upload_bytes": 20 * 1024 * 1024}))
+    from fastapi.testclient import TestClient
+
+    from tests.server.conftest import make_tokens
+
+    with TestClient(app) as client:
+        secret = make_tokens(app)["submit"]
+        r = client.post(URL, headers={"Authorization": f"Bearer {secret}"}, files={"file": ("many.tar.gz", data)})
+    refused(r, "too many members (more than")  # counted as read: it stopped at the limit
+
+
+def test_a_deeply_nested_test_cases_json(client, hdr):
+    files = package_files("scale_add")
+    files["test_cases.json"] = "[" * 100_000 + "]" * 100_000
+    refused(client.post(URL, headers=hdr["submit"], files={"file": ("s.zip", zip_package(files, "scale_add"))}),
+            "nested too deeply")
+
+
+def test_deeply_nested_json_bodies(client, hdr, seed):
+    nested = "[" * 100_000 + "]" * 100_000
+    body = '{"files": {"k.py": "x"}, "labels": ' + nested + "}"
+    refused(client.post(URL, headers={**hdr["submit"], "Content-Type": "application/json"}, content=body))
+    job_id = seed.submit("scale_add", ("sim",))[0]
+    claim(client, hdr, job_id)
+    r = client.post(f"{INTERNAL}/{job_id}/result", headers=hdr["worker"], data={"attempt": "1", "report": nested})
+    refused(r, "nested too deeply")
+    r = client.post(f"{API}/ingest/report", headers={**hdr["submit"], "Content-Type": "application/json"},
+                    params={"suite": "s", "run_key": "k"}, content=nested)
+    refused(r, "nested too deeply")
+
+
+@pytest.mark.parametrize("url", [
+    f"/jobs/{BIG}", f"/jobs/{BIG}/report", f"/submissions/{BIG}", f"/suite-runs/{BIG}",
+    f"/cases?cursor={BIG}", f"/cases?job_id={BIG}", f"/suite-runs/1/results?cursor={BIG}",
+    f"/operators/relu/history?cursor={BIG}", f"/audit?before={BIG}", f"/jobs/-{BIG}"])
+def test_integers_above_int64_in_paths_cursors_and_offsets(client, hdr, url):
+    refused(client.get(API + url, headers=hdr["admin"]))
+
+
+def test_integers_above_int64_in_bodies(client, hdr, seed):
+    job_id = seed.submit("scale_add", ("sim",))[0]
+    refused(client.post(f"{INTERNAL}/{job_id}/claim", headers=hdr["worker"], json={"worker": "w", "attempt": 2**64}))
+    beat = {"name": "w", "host": "h", "current_job_id": 2**64}
+    refused(client.post(f"{API}/workers/heartbeat", headers=hdr["worker"], json=beat))
+    refused(client.post(URL, headers=hdr["submit"], json={"files": package_files("scale_add"), "suite_run_id": 2**64}))
+    refused(client.post(URL, headers=hdr["submit"], data={"suite_run_id": BIG},
+                        files={"file": ("s.zip", zip_package(package_files("scale_add"), "scale_add"))}))
+    r = client.post(f"{INTERNAL}/{job_id}/result", headers=hdr["worker"], data={"attempt": BIG})
+    refused(r, "attempt")
+
+
+def test_a_chunked_json_body_is_cut_while_streaming(app, hdr):
+    """Driven as ASGI (TestClient would read the whole generator first): the server stops pulling
+    chunks once the body passes its limit (576 KiB for this test app), not at the end of 640 MiB."""
+    pulled, sent = [0], []
+    chunk = b"x" * 65536
+
+    async def receive():
+        pulled[0] += 1
+        if pulled[0] > 10_000:
+            return {"type": "http.request", "body": b'"}}', "more_body": False}
+        return {"type": "http.request", "body": b'{"files": {"k.py": "' if pulled[0] == 1 else chunk, "more_body": True}
+
+    async def send(message):
+        sent.append(message)
+
+    headers = [(b"content-type", b"application/json"), (b"host", b"testserver"),
+               (b"authorization", hdr["submit"]["Authorization"].encode())]  # no content-length: chunked
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": URL, "raw_path": URL.encode(), "query_string": b"", "headers": headers,
+             "client": ("127.0.0.1", 1), "server": ("testserver", 80), "root_path": "", "app": app}
+    asyncio.run(app(scope, receive, send))
+    assert sent[0]["status"] == 413 and b"counted as it arrived" in sent[1]["body"]
+    assert pulled[0] < 20
+
+
+IMPOSSIBLE = [({"seed": 2**70}, "outside torch.manual_seed's range"),
+              ({"inputs": [{"name": "x", "shape": [1] * 65, "dtype": "float32"}]}, "65 dims"),
+              ({"inputs": [{"name": "x", "shape": [100000, 100000], "dtype": "float32"}]}, "memory limit")]
+
+
+@pytest.mark.parametrize(("change", "words"), IMPOSSIBLE, ids=["seed", "dims", "memory"])
+def test_impossible_cases_are_refused_at_submission(client, hdr, change, words):
+    data = zip_package(cases_with(**change), "scale_add")
+    r = client.post(URL, headers=hdr["submit"], files={"file": ("scale_add.zip", data)})
+    refused(r, words)
+    assert client.get(f"{API}/jobs", headers=hdr["read"]).json()["items"] == []
+
+
+@pytest.mark.parametrize(("change", "words"), IMPOSSIBLE, ids=["seed", "dims", "memory"])
+def test_impossible_cases_exit_2_in_crosscheck_run(tmp_path: Path, change, words):
+    package = tmp_path / "scale_add"
+    package.mkdir()
+    for name, text in cases_with(**change).items():
+        (package / name).write_text(text)
+    done = subprocess.run([sys.executable, "-m", "runtime", "run", str(package), "--work-dir", str(tmp_path / "w")],
+                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert words in done.stderr and "Traceback" not in done.stderr
+    assert not list((tmp_path / "w").glob("jobs/*"))  # nothing ran

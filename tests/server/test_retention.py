@@ -142,3 +142,33 @@ def test_the_cli_refuses_bad_numbers(cli, argv, capsys):
     with pytest.raises(SystemExit) as exit_:
         cli("db", "compact", *argv)
     assert exit_.value.code == 2 and argv[0] in capsys.readouterr().err
+
+
+def test_compaction_while_the_service_writes_and_reads(app, client, hdr, nightly):
+    """Small batches in a thread while new nights are stored and history is read: nothing new is
+    lost, every read succeeds, and the outcome is the same as compacting alone."""
+    import threading
+
+    errors: list[BaseException] = []
+
+    def compact() -> None:
+        try:
+            retention.compact(app.state.sessionmaker, KEEP_DAYS, now=NOW, batch=5)
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    worker = threading.Thread(target=compact)
+    worker.start()
+    new_jobs = []
+    for i in range(10):  # tonight's runs arrive meanwhile
+        with app.state.sessionmaker.begin() as session:
+            new_jobs += add_runs(session, nightly, [Run(NOW + timedelta(minutes=i))])
+        response = client.get("/api/v1/operators/nightly_add/history", headers=hdr["read"])
+        assert response.status_code == 200
+    worker.join(timeout=120)
+    assert not worker.is_alive() and errors == []
+    assert _count(app, nightly) == 8 + 66 + 10 * 2
+    points = client.get("/api/v1/operators/nightly_add/history", headers=hdr["read"]).json()["points"]
+    assert [p["job_id"] for p in points][-10:] == new_jobs and all(p["cases"] == 2 for p in points[-10:])
+    with app.state.sessionmaker() as session:
+        assert session.scalar(select(func.sum(CaseDay.results))) == 164

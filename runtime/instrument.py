@@ -173,7 +173,7 @@ def _record_assert(rec: Recorder, api: str, actual: Any, desired: Any, rtol: flo
     except Exception as exc:  # noqa: BLE001 - the script's own assert still runs and decides
         m = {"error": f"{type(exc).__name__}: {exc}"}
     entry = {"api": api, "index": len(rec.asserts), "metrics": m, "launches_before": len(rec.launches)}
-    if rec.graph_on:
+    if rec.launches:
         entry["graph"] = _graph_source(rec, actual, desired, float(rtol), float(atol))
     rec.asserts.append(entry)
     rec.events.emit("assert", **entry)
@@ -195,10 +195,15 @@ def _graph_source(rec: Recorder, actual: Any, desired: Any, rtol: float, atol: f
         launch = rec.launches[index]
         for arg, (tensor, written) in enumerate(zip(launch.args, launch.written)):
             before = launch.before[arg] if arg < len(launch.before) else None
-            if not written or before is None or tensor.numel() != got.size:
+            if before is None or tensor.numel() != got.size:
                 continue
             now = tensor.detach().cpu().to(torch.float64).reshape(got.shape).numpy()
-            if np.array_equal(now, got, equal_nan=True):
+            if not np.array_equal(now, got, equal_nan=True):
+                continue
+            if not written:  # plain SIM: the assert looked at an output the kernel never wrote
+                return {"on_graph_result": False, "unwritten_output": True, "launch": index, "arg": arg,
+                        "kernel": launch.kernel}
+            if rec.graph_on:
                 garbage = before.to(torch.float64).reshape(got.shape).numpy()
                 try:
                     sim = metrics.compare(garbage, desired, rtol, atol)

@@ -147,8 +147,11 @@ def _script_evidence(events: list[dict[str, Any]], stdout: str) -> dict[str, Any
     markers = {k: len(p.findall(stdout)) for k, p in MARKER_PATTERNS.items()}
     max_diffs = [m.group(1) for m in MAX_DIFF.finditer(stdout)]
     result = next((e for e in events if e.get("event") == "script_result"), {})
+    unwritten = sum(1 for a in asserts if not assert_passed(a.get("metrics") or {})
+                    and isinstance(a.get("graph"), dict) and a["graph"].get("unwritten_output") is True)
     return {"exit_code": result.get("exit_code"), "asserts": asserts, "asserts_passed": passed,
-            "asserts_failed": failed, "markers": markers, "max_diff_printed": max_diffs[-10:]}
+            "asserts_failed": failed, "asserts_failed_unwritten": unwritten, "markers": markers,
+            "max_diff_printed": max_diffs[-10:]}
 
 
 def _number(value: Any, default: float = 0.0) -> float:
@@ -227,6 +230,8 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         exit_code=script["exit_code"] if script else None,
         asserts_passed=script["asserts_passed"] if script else 0,
         asserts_failed=script["asserts_failed"] if script else 0,
+        asserts_failed_unwritten=script["asserts_failed_unwritten"] if script else 0,
+        failed_type=str(failed.get("type", "")) if failed else "",
         markers=script["markers"] if script else {},
         graph_status=graph.get("status") if graph else None,
         device_failed=bool(failed and failed["stage"] == "device"),

@@ -1,4 +1,9 @@
-"""The runtime's report: what one `crosscheck run` learned, as plain dataclasses.
+"""The runtime's report: what one `crosscheck run` learned. The one contract for it.
+
+Pydantic dataclasses: the runtime builds and writes the report through them (`Report.to_dict`
+validates), and the server parses what a worker or an upload posts with the same classes
+(`parse`), so a report one side writes is what the other accepts. The JSON schema is exported to
+docs/report.schema.json (tests/runtime/test_report_schema.py keeps it current).
 
 The JSON shape (schema_version 1) is read by the worker, the API and other tools;
 keep field names stable and add, never rename.
@@ -7,10 +12,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass, field
+import math
+from dataclasses import field
 from typing import Any
 
+from pydantic import TypeAdapter, field_validator
+from pydantic.dataclasses import dataclass
+
+from runtime.modes import Mode
+from runtime.verdicts import VERDICTS
+
 SCHEMA_VERSION = 1
+RATIO_TOLERANCE = 1e-6  # mismatch_ratio against mismatch_count / numel
 
 
 @dataclass
@@ -109,6 +122,55 @@ class CaseResult:
     # Verdict version_skew: {installed, kind, names, evidence, found_by} (runtime.skew)
     version_skew: dict[str, Any] | None = None
 
+    @field_validator("verdict")
+    @classmethod
+    def _known_verdict(cls, value: str) -> str:
+        if value not in VERDICTS:
+            raise ValueError(f"{value!r} is not a known verdict")
+        return value
+
+    @field_validator("metrics")
+    @classmethod
+    def _possible_metrics(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        problem = impossible_metrics(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("outputs")
+    @classmethod
+    def _possible_output_metrics(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for i, out in enumerate(value):
+            for key in ("metrics", "graph_metrics"):
+                problem = impossible_metrics(out.get(key) if isinstance(out, dict) else None)
+                if problem:
+                    raise ValueError(f"outputs[{i}].{key}: {problem}")
+        return value
+
+
+def impossible_metrics(m: dict[str, Any] | None) -> str | None:
+    """What makes a metrics dict impossible (counts beyond numel, a ratio that disagrees with its
+    count), or None. A posted NPU result once read "1,857/2,048 (0 %)"."""
+    if not isinstance(m, dict):
+        return None
+    numel = m.get("numel")
+    counts = {k: m.get(k) for k in ("mismatch_count", "nan_count", "inf_count")}
+    for key, count in {"numel": numel, **counts}.items():
+        if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0):
+            return f"{key} must be a count (a non-negative integer), got {count!r}"
+    if isinstance(numel, int):
+        for key, count in counts.items():
+            if isinstance(count, int) and count > numel:
+                return f"{key} {count} is larger than numel {numel}"
+    ratio, mismatches = m.get("mismatch_ratio"), counts["mismatch_count"]
+    if ratio is not None:
+        if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not 0.0 <= ratio <= 1.0:
+            return f"mismatch_ratio must be between 0 and 1, got {ratio!r}"
+        if isinstance(numel, int) and numel > 0 and isinstance(mismatches, int) and \
+                not math.isclose(ratio, mismatches / numel, rel_tol=RATIO_TOLERANCE, abs_tol=RATIO_TOLERANCE):
+            return f"mismatch_ratio {ratio} disagrees with mismatch_count/numel = {mismatches}/{numel}"
+    return None
+
 
 @dataclass
 class Environment:
@@ -135,7 +197,7 @@ class Submission:
 @dataclass
 class Report:
     submission: Submission
-    mode: str
+    mode: Mode
     environment: Environment
     lint: list[LintFinding] = field(default_factory=list)
     cases: list[CaseResult] = field(default_factory=list)
@@ -144,41 +206,25 @@ class Report:
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The JSON form, checked against the contract (fields set after construction included)."""
+        data = dataclasses.asdict(self)
+        REPORT.validate_python(data)
+        return data
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False, default=str)
 
 
-def from_dict(data: dict[str, Any]) -> Report:
-    """Rebuild a Report from its JSON form (the inverse of Report.to_dict)."""
-    def build(cls: type, value: Any) -> Any:
-        if value is None:
-            return None
-        kwargs = {}
-        names = {f.name: f for f in dataclasses.fields(cls)}
-        for key, item in value.items():
-            if key not in names:
-                continue
-            kwargs[key] = item
-        return cls(**kwargs)
+REPORT: TypeAdapter[Report] = TypeAdapter(Report)
 
-    cases = []
-    for raw in data.get("cases", []):
-        case = build(CaseResult, raw)
-        case.error = build(ErrorInfo, raw.get("error"))
-        case.diagnosis = [build(Diagnosis, d) for d in raw.get("diagnosis", [])]
-        case.cost_model = build(CostModel, raw.get("cost_model"))
-        case.stages = [build(Stage, s) for s in raw.get("stages", [])]
-        case.launches = [build(Launch, x) for x in raw.get("launches", [])]
-        cases.append(case)
-    return Report(
-        submission=build(Submission, data["submission"]),
-        mode=data["mode"],
-        environment=build(Environment, data["environment"]),
-        lint=[build(LintFinding, x) for x in data.get("lint", [])],
-        cases=cases,
-        duration_s=data.get("duration_s", 0.0),
-        cancelled=bool(data.get("cancelled", False)),
-        schema_version=data.get("schema_version", SCHEMA_VERSION),
-    )
+
+def from_dict(data: dict[str, Any]) -> Report:
+    """Rebuild a Report from its JSON form (the inverse of Report.to_dict); ValidationError names
+    the first field that breaks the contract."""
+    return REPORT.validate_python(data)
+
+
+def json_schema() -> dict[str, Any]:
+    """The report's JSON schema (docs/report.schema.json)."""
+    return REPORT.json_schema()
+

@@ -387,7 +387,7 @@ class _CaseRunner:
             request, dirs = self._package_request(case, f"{self.sub.name}-{case.id}-plain")
         request["graph_verify"]["enabled"] = False
         plain = self._finish(JobContext(**{**ctx.__dict__, "dirs": dirs}), request)
-        if plain.structural == "error":
+        if plain.verdict in ("structural_error", "crash", "timeout", "resource_limit"):
             plain.graph_verify = {"status": "unavailable", "metrics": None,
                                   "reason": "the kernel fails to compile or run with and without graph verify"}
             return plain

@@ -44,6 +44,10 @@ VERDICTS = (PASS, PRECISION_FAIL, STRUCTURAL_ERROR, CRASH, TIMEOUT, RESOURCE_LIM
 ACCEPTABLE = {"sim": {SIM_OUTPUT_UNWRITTEN, SIM_GARBAGE_GRAPH_OK}, "npu": {PASS}}
 
 
+# A script's stage ended by its own precision check (TestFailed: a test function returned False).
+SIM_ASSERT_FAILURES = ("AssertionError", "TestFailed")
+
+
 @dataclass
 class Evidence:
     """What a case produced, reduced to what the verdict depends on."""
@@ -62,6 +66,8 @@ class Evidence:
     exit_code: int | None = None
     asserts_passed: int = 0
     asserts_failed: int = 0
+    asserts_failed_unwritten: int = 0  # failed on a kernel argument that SIM never wrote (runtime.instrument)
+    failed_type: str = ""  # the exception that ended the stage, if any
     markers: dict[str, int] = field(default_factory=dict)
     # where the job's report disagrees with the harness's own checks (runtime.corroborate)
     contradictions: list[str] = field(default_factory=list)
@@ -150,6 +156,11 @@ def _decide_script(ev: Evidence) -> tuple[str, str, str]:
         return SIM_GARBAGE_GRAPH_OK, "not_applicable", (
             "SIM writes no outputs on a CPU host; the script's own asserts passed on the tensor graph's result, so "
             "the SIM garbage is benign")
+    if (ev.mode == "sim" and ev.kernel_launches > 0 and ev.asserts_failed > 0
+            and ev.asserts_failed == ev.asserts_failed_unwritten and ev.failed_type in SIM_ASSERT_FAILURES):
+        return SIM_OUTPUT_UNWRITTEN, "not_applicable", (
+            "SIM compiled and ran the kernel; the script's own assert then failed on an output SIM never wrote (SIM "
+            "writes no outputs on a CPU host), so it judged nothing (docs/realops.md §4)")
     failed_precision = ev.asserts_failed > 0 or ev.markers.get("precision_fail", 0) > 0
     passed_precision = ev.asserts_passed > 0 or ev.markers.get("precision_pass", 0) > 0
     if ev.exit_code not in (0, None) or ev.structural == "error":

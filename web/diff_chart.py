@@ -133,7 +133,7 @@ def _compact(values: list[tuple[str, Any, dict[str, Any], bool]], tol: float | N
     facts = []
     for css, value, _run, failed in values:
         if failed and (value is None or value == 0):
-            text, cls = f"✗ {FAKE_GRAPH_TEXT}", "bad"
+            text, cls = f"✗ {FAKE_GRAPH_TEXT}", "bad words"  # a sentence: it may wrap
         elif _garbage(css, value):
             text, cls = f"{sig(value)} (garbage)", "muted"
         else:

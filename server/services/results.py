@@ -5,12 +5,16 @@ HTTP call, a worker that lost the job to a re-queue) changes nothing.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
+
+from pydantic import ValidationError
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from runtime import report as runtime_report
 from runtime import verdicts
 from runtime.report import SCHEMA_VERSION
 from server.blobs import BlobStore
@@ -21,24 +25,20 @@ from server.models.job import CANCELLED, ERROR, FAILED, RUNNING, SUCCEEDED, TIME
 from server.services import combined, provenance, queries, suite_runs
 from server.services.jobs import finish
 
-REQUIRED_CASE_KEYS = ("operator", "case", "structural", "verdict", "precision")
-
-
 def validate_report(report: Any) -> dict[str, Any]:
+    """The posted report, parsed with the runtime's own report classes (runtime/report.py, the one
+    contract); its normalized JSON form. InvalidInput (422) names the first field that breaks it."""
     if not isinstance(report, dict):
         raise InvalidInput("report must be a JSON object")
     if report.get("schema_version") != SCHEMA_VERSION:
         raise InvalidInput(f"report schema_version must be {SCHEMA_VERSION}, got {report.get('schema_version')!r}")
-    cases = report.get("cases")
-    if not isinstance(cases, list):
-        raise InvalidInput("report.cases must be a list")
-    for i, case in enumerate(cases):
-        missing = [k for k in REQUIRED_CASE_KEYS if not isinstance(case, dict) or k not in case]
-        if missing:
-            raise InvalidInput(f"report.cases[{i}] lacks {', '.join(missing)}")
-        if case["verdict"] not in verdicts.VERDICTS:
-            raise InvalidInput(f"report.cases[{i}].verdict {case['verdict']!r} is not a known verdict")
-    return report
+    try:
+        parsed = runtime_report.from_dict(report)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
+        raise InvalidInput(f"report{where}: {first['msg']}") from None
+    return dataclasses.asdict(parsed)
 
 
 def store(session: Session, blobs: BlobStore, job: Job, attempt: int, report: dict[str, Any] | None,

@@ -296,3 +296,57 @@ def test_a_fused_torch_npu_op_is_not_run_with_one_line_naming_it(warm_sim, tmp_p
     assert case.error.type == "NeedsRealNpu"
     assert case.error.message == "torch_npu.npu_rms_norm() needs a real NPU: the SIM stand-in for torch_npu cannot run it"
 
+
+
+def test_without_graph_verify_a_failed_assert_on_unwritten_sim_output_is_no_structural_error(warm_sim, tmp_path):
+    report = run_submission(AXPY, RunOptions(graph_verify=False, work_dir=tmp_path), warm=warm_sim)
+    for case in report.cases:
+        assert case.verdict == "sim_output_unwritten", case.verdict_reason
+        assert case.script["asserts_failed"] == case.script["asserts_failed_unwritten"] == 1
+
+
+PARTIAL_SCRIPT = '''
+import pypto
+import torch
+from numpy.testing import assert_allclose
+
+
+@pypto.frontend.jit
+def k(x: pypto.Tensor([], pypto.DT_FP32), out: pypto.Tensor([], pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(16, 512)
+    for c in pypto.loop(8, name="COLS", idx_name="c"):
+        tile = pypto.view(x, [16, 512], [0, c * 512], valid_shape=[1, 512])
+        pypto.assemble(pypto.sigmoid(tile), [0, c * 512], out)
+
+
+if __name__ == "__main__":
+    x = torch.randn(1, 4096)
+    out = torch.zeros_like(x)
+    k(x, out)
+    assert_allclose(out.numpy(), torch.sigmoid(x).numpy(), rtol=1e-5, atol=1e-5)
+'''
+
+
+def test_partial_tile_graph_verify_is_unsupported_with_its_rule_and_the_case_still_judged(
+        warm_sim, calculator_cache, tmp_path):
+    path = tmp_path / "partial_sigmoid.py"
+    path.write_text(PARTIAL_SCRIPT)
+    case = run_submission(path, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w"), warm=warm_sim).cases[0]
+    assert case.graph_verify["status"] == "unsupported", case.graph_verify
+    assert case.graph_verify["rule"] == "graph-verify-partial-tile-composite"
+    assert "valid_shape" in case.graph_verify["reason"] and "setStorage" in case.graph_verify["error"]["message"]
+    assert case.verdict == "sim_output_unwritten", case.verdict_reason
+
+
+def test_test_function_arguments_by_name(tmp_path):
+    from runtime import testmodule
+
+    (tmp_path / "test_cases.json").write_text('{"test_cases": [{"id": "a"}, {"id": "level1", "seed": 4}]}')
+
+    def test_level1(device, case, run_mode, tolerance=0.1):
+        pass
+
+    args = testmodule.arguments(test_level1, "test_level1", "sim", "npu:0", tmp_path / "test_cases.json")
+    assert args == {"device": "npu:0", "case": {"id": "level1", "seed": 4}, "run_mode": "sim"}
+    assert testmodule.arguments(lambda case: None, "test_other", "sim", "cpu", tmp_path / "test_cases.json") == \
+        {"case": {"id": "a"}}

@@ -79,9 +79,9 @@ def test_results_without_a_complete_fingerprint_are_unverified(client, hdr, npu)
 
 @pytest.mark.parametrize("mutate, needle", [
     (lambda r: r.update(schema_version=99), "schema_version"),
-    (lambda r: r.update(cases="all"), "report.cases must be a list"),
+    (lambda r: r.update(cases="all"), "report.cases: Input should be a valid list"),
     (lambda r: r["cases"][1].update(verdict="great"), "not a known verdict"),
-    (lambda r: r["cases"][0].pop("case"), "lacks case"),
+    (lambda r: r["cases"][0].pop("case"), "report.cases[0].case: Field required"),
     (lambda r: r.update(mode="gpu"), "mode"),
 ])
 def test_a_wrong_report_is_refused_and_nothing_is_stored(client, hdr, app, npu, mutate, needle):

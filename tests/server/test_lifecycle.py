@@ -158,12 +158,30 @@ def test_unsafe_artifacts_are_rejected_and_nothing_is_stored(client, hdr, job_id
     ({"attempt": "1", "report": "{nope"}, "report is not JSON"),
     ({"attempt": "1", "report": "[1]"}, "report must be a JSON object"),
     ({"attempt": "1", "report": json.dumps({"schema_version": 99, "cases": []})}, "schema_version must be 1"),
-    ({"attempt": "1", "report": json.dumps({"schema_version": 1, "cases": [{"case": "a"}]})}, "lacks operator"),
+    ({"attempt": "1", "report": json.dumps({"schema_version": 1, "cases": [{"case": "a"}]})}, "Field required"),
 ])
 def test_bad_results_are_422(client, hdr, job_id, fields, problem):
     claim(client, hdr, job_id)
     r = client.post(f"{INTERNAL}/{job_id}/result", headers=hdr["worker"], data=fields)
     assert r.status_code == 422 and problem in r.json()["detail"]
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    (lambda c: c.pop("operator"), "report.cases[0].operator: Field required"),
+    (lambda c: c.update(verdict="fine"), "report.cases[0].verdict: Value error, 'fine' is not a known verdict"),
+    (lambda c: c.update(metrics={"numel": 2048, "mismatch_count": 1857, "mismatch_ratio": 0.0}),
+     "report.cases[0].metrics: Value error, mismatch_ratio 0.0 disagrees with mismatch_count/numel = 1857/2048"),
+    (lambda c: c.update(metrics={"numel": 2048, "mismatch_count": 4096, "mismatch_ratio": 1.0}),
+     "report.cases[0].metrics: Value error, mismatch_count 4096 is larger than numel 2048"),
+    (lambda c: c.update(outputs=[{"name": "y", "metrics": {"numel": 4, "nan_count": 9}}]),
+     "report.cases[0].outputs: Value error, outputs[0].metrics: nan_count 9 is larger than numel 4"),
+])
+def test_an_impossible_report_is_422_naming_the_field(client, hdr, job_id, sim_report, change, problem):
+    claim(client, hdr, job_id)
+    change(sim_report["cases"][0])
+    r = send_result(client, hdr, job_id, report=sim_report)
+    assert r.status_code == 422 and problem in r.json()["detail"], r.text
+    assert client.get(f"{API}/jobs/{job_id}", headers=hdr["read"]).json()["status"] == "running"
 
 
 def test_not_a_tarball_is_422(client, hdr, job_id, sim_report):

@@ -221,3 +221,91 @@ def test_upload_an_example_and_watch_it_finish(browser: Any, live: dict[str, Any
     sync_api.expect(follower.locator("#job-status")).to_have_text("succeeded", timeout=30_000)
     sync_api.expect(follower.locator("#live")).to_have_count(0)
     context.close()
+
+
+# Every element that sticks out of the viewport, ignoring those inside a container that scrolls or clips
+# (reachable by scrolling it) and visually hidden ones; plus whether the page itself scrolls sideways.
+OVERFLOW_JS = """() => {
+  const W = document.documentElement.clientWidth, bad = [];
+  const clipped = (el) => { for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+      if (getComputedStyle(a).overflowX !== 'visible') return true; } return false; };
+  for (const el of document.querySelectorAll('body *')) {
+    const r = el.getBoundingClientRect(), cs = getComputedStyle(el);
+    if ((r.width === 0 && r.height === 0) || cs.visibility === 'hidden' || el.closest('.sr-only, .skip')) continue;
+    if ((r.right > W + 1 || r.left < -1) && !clipped(el)) {
+      bad.push(el.tagName.toLowerCase() + '.' + el.className + ' [' + Math.round(r.left) + ',' + Math.round(r.right) + ']');
+    }
+  }
+  return {bad: bad.slice(0, 10), pageScrolls: document.documentElement.scrollWidth > W + 1};
+}"""
+# Inline things that must stay on one line: numbers, rule names, verdicts.
+WRAP_JS = """() => Array.from(document.querySelectorAll('.nowrap, code.rule, .verdict, .mv, .cover, td.num'))
+  .filter(el => el.offsetParent !== null
+          && new Set(Array.from(el.getClientRects()).map(r => Math.round(r.bottom))).size > 1)
+  .map(el => el.textContent.trim()).slice(0, 10)"""
+
+
+def every_page(live: dict[str, Any]) -> list[tuple[str, str]]:
+    jobs = {name: live[key][0].id for name, key in (("flag", "flag_jobs"), ("structural", "structural_jobs"),
+                                                    ("fake", "fake_jobs"), ("partial", "partial_jobs"),
+                                                    ("queued", "queued_jobs"), ("npu-waiting", "npu_waiting_jobs"))}
+    operators = ("scale_add", "softmax_partial", "wrong_maths", "golden_fallback", "missing_vec_tiles",
+                 "relu_like", seeding.LONG_NAME)
+    return ([("overview", "/"), ("coverage", "/coverage"), ("workers", "/workers"), ("submit", "/submit"),
+             ("suites", "/suites"), ("error-404", "/jobs/999999")]
+            + [(f"operator-{i}", f"/operators/{name}") for i, name in enumerate(operators)]
+            + [(f"job-{name}", f"/jobs/{job_id}") for name, job_id in jobs.items()])
+
+
+def test_no_element_overflows_the_viewport_on_any_page(page: Any, live: dict[str, Any]) -> None:
+    problems = {}
+    for name, path in every_page(live):
+        page.goto(live["base"] + path)
+        found = page.evaluate(OVERFLOW_JS)
+        wrapped = page.evaluate(WRAP_JS)
+        if found["bad"] or found["pageScrolls"] or wrapped:
+            problems[path] = {**found, "wrapped": wrapped}
+        shot(page, f"all-{name}")
+    assert not problems, problems
+
+
+FITS_JS = """(sel) => { const t = document.querySelector(sel);
+    return t.parentElement.scrollWidth <= t.parentElement.clientWidth + 1; }"""
+
+
+def test_wide_tables_are_not_clipped_at_1280(page: Any, live: dict[str, Any]) -> None:
+    if page.width != 1280:
+        pytest.skip("the wide layout")
+    for name in ("softmax_partial", "golden_fallback", seeding.LONG_NAME):
+        page.goto(live["base"] + f"/operators/{name}")
+        # the Why column is on screen, not behind a sideways scroll
+        assert page.evaluate(FITS_JS, "section[aria-labelledby=h-cases] table.cases"), name
+    page.goto(live["base"] + "/")
+    assert page.evaluate(FITS_JS, "table.matrix")  # every column of the overview, Updated included
+
+
+def test_combined_verdict_is_in_view_on_a_phone(page: Any, live: dict[str, Any]) -> None:
+    if page.width != 390:
+        pytest.skip("the phone layout")
+    page.goto(live["base"] + "/")
+    verdict = page.locator("tbody.op").first.locator("td.combined .verdict")
+    box = verdict.bounding_box()
+    assert box and 0 <= box["x"] and box["x"] + box["width"] <= 390 and box["y"] < 900
+    page.goto(live["base"] + f"/jobs/{live['partial_jobs'][0].id}")
+    metrics = page.locator("section[aria-label=Metrics]").first.bounding_box()
+    assert metrics and metrics["x"] + metrics["width"] <= 390
+
+
+def test_submit_a_folder(browser: Any, live: dict[str, Any]) -> None:
+    """The Submit page sends a chosen folder's files through the API's JSON form, as the CLI would."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.add_cookies([{"name": "crosscheck_token", "value": live["token"], "url": live["base"]}])
+    page = context.new_page()
+    page.goto(live["base"] + "/submit")
+    page.locator("#s-folder").set_input_files(str(seeding.EXAMPLES / "scale_add"))
+    page.locator("summary", has_text="Name, cases and labels").click()
+    page.get_by_label("Operator name").fill("folder_scale_add")
+    page.get_by_role("button", name="Submit").click()
+    sync_api.expect(page.locator("#submit-message")).to_contain_text("accepted")
+    sync_api.expect(page.locator("#submit-jobs li")).to_have_count(1)
+    context.close()

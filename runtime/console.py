@@ -140,7 +140,8 @@ def print_report(report: Report, console: Console | None = None) -> None:
     console = console or Console()
     sub = report.submission
     _print_indented(console, f"{sub.name} ({sub.kind}, sha256 {sub.sha256[:12]}) mode={report.mode} "
-                             f"pypto {report.environment.pypto}, torch {report.environment.torch}", 0)
+                             f"pypto {report.environment.pypto}, torch {report.environment.torch}"
+                             + (", torch_npu: CPU stand-in" if report.environment.torch_npu else ""), 0)
     rows = _rows(report)
     if _table_width(rows) <= console.width:
         console.print(_wide_table(report, rows))

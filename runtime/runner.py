@@ -8,8 +8,9 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from runtime.modes import MODES
 from runtime import submission as submission_mod
@@ -292,16 +293,17 @@ class _CaseRunner:
     def run_all(self, specs: list[Any], on_case: CaseCallback | None) -> tuple[list[CaseResult], bool]:
         """Run every case, up to options.parallel at once; results in spec order, and whether stopped."""
         assert self.warm is not None
-        ran = self.list_run if specs == [MAIN_CASE] else None  # the script already ran whole (--list ignored)
-        prepared = [] if ran else [self._prepare(spec) for spec in specs]
+        jobs: Iterator[tuple[int, dict[str, Any]]]
+        prepared: list[tuple[JobContext, dict[str, Any]]]
+        if self.list_run is not None and specs == [MAIN_CASE]:  # the script already ran whole (--list ignored)
+            prepared, jobs = [(self.list_run[0], {})], iter([(0, self.list_run[1])])
+        else:
+            prepared = [self._prepare(spec) for spec in specs]
+            jobs = self.warm.run_jobs([request for _, request in prepared], self.options.parallel)
         results: list[CaseResult | None] = [None] * len(specs)
         recheck: list[int] = []
         done = 0
         stopped = False
-        jobs = iter([(0, ran[1])]) if ran else self.warm.run_jobs([request for _, request in prepared],
-                                                                  self.options.parallel)
-        if ran:
-            prepared = [(ran[0], {})]
         try:
             for index, raw in jobs:
                 if raw.get("cancelled"):  # killed mid-case on a cancel: no verdict, and nothing more runs

@@ -10,7 +10,9 @@ from runtime.modes import Mode
 from server.api.deps import SessionDep
 from server.auth import ReadCaller
 from server.schemas.common import ErrorRead, as_utc
+from server.models import Operator
 from server.schemas.operator import (
+    CaseCoverage,
     CaseResultBrief,
     HistoryDay,
     HistoryPoint,
@@ -20,7 +22,7 @@ from server.schemas.operator import (
     OperatorList,
     OperatorRead,
 )
-from server.services import combined, history, queries
+from server.services import combined, coverage, history, queries
 
 router = APIRouter(prefix="/operators", tags=["operators"])
 CombinedVerdict = Literal[combined.COMBINED]  # type: ignore[valid-type]
@@ -38,8 +40,15 @@ def list_operators(
     f = queries.OperatorFilter(verdict=list(verdict), q=q, mode=mode, branch=branch, author=author,
                                since=as_utc(since) if since else None)
     rows, total = queries.list_operators(session, f, limit, offset)
-    return OperatorList(items=[OperatorRead.model_validate(r) for r in rows], total=total,
+    covs = coverage.for_operators(session, [r.id for r in rows])
+    return OperatorList(items=[_read(r, covs[r.id]) for r in rows], total=total,
                         counts=queries.verdict_counts(session))
+
+
+def _read(operator: Operator, cov: coverage.Coverage) -> OperatorRead:
+    """The operator's summary with how many of its cases each mode judged."""
+    return OperatorRead.model_validate(operator).model_copy(update={"coverage": CaseCoverage(
+        cases=cov.total, sim=cov.sim, graph=cov.graph, npu=cov.npu)})
 
 
 @router.get("/{name}", response_model=OperatorDetail, summary="An operator's cases across SIM and NPU",
@@ -51,7 +60,8 @@ def read_operator(name: str, caller: ReadCaller, session: SessionDep) -> Operato
                           sim=CaseResultBrief.model_validate(c["sim"]) if c["sim"] else None,
                           npu=CaseResultBrief.model_validate(c["npu"]) if c["npu"] else None)
              for c in queries.operator_cases(session, operator.id)]
-    return OperatorDetail(operator=OperatorRead.model_validate(operator), cases=cases)
+    return OperatorDetail(operator=_read(operator, coverage.for_operators(session, [operator.id])[operator.id]),
+                          cases=cases)
 
 
 @router.get("/{name}/history", response_model=OperatorHistory, summary="Diffs and cost over an operator's runs",

@@ -115,7 +115,7 @@ def _run(args: argparse.Namespace, err: Console) -> int:
         err.print(f"[yellow]cannot run[/] {escape(b.operator)}: {escape(b.why)}")
     if not runnable:
         raise Unusable(f"no runnable operator under {args.checkout} (a package is a folder with test_cases.json "
-                       "and a *_impl.py)" + (f"; {len(broken)} could not be loaded" if broken else ""))
+                       "and a *_impl.py, or a gym test folder paired with a kernel folder: docs/realops.md §5)" + (f"; {len(broken)} could not be loaded" if broken else ""))
     api = Api(args.server, token_of(args.token))
     try:
         run_key = args.run_key or uuid.uuid4().hex

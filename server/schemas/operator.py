@@ -9,6 +9,15 @@ from pydantic import BaseModel
 from server.schemas.common import OrmModel, UtcDatetime
 
 
+class CaseCoverage(BaseModel):
+    """How many of the operator's cases each mode has judged: `npu < cases` is partial NPU coverage,
+    and the operator's verdict then claims nothing about the other cases on an NPU."""
+    cases: int
+    sim: int
+    graph: int  # cases whose graph verify passed or failed
+    npu: int
+
+
 class OperatorRead(OrmModel):
     id: int
     name: str
@@ -27,6 +36,7 @@ class OperatorRead(OrmModel):
     latest_npu_job_id: int | None
     labels: dict[str, Any]
     updated_at: UtcDatetime
+    coverage: CaseCoverage | None = None
 
 
 class OperatorList(BaseModel):

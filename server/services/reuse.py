@@ -43,7 +43,8 @@ class Target:
 
 
 def target_versions(session: Session, mode: str, heartbeat_s: float) -> Target:
-    """The versions of the online workers that serve `mode`: one set, or no reuse."""
+    """The versions of the online workers that serve `mode`'s queue (`sim`, or `sim@0.3.0` for jobs that ask
+    for a pypto: docs/versions.md §3): one set, or no reuse."""
     sets = []
     for w in session.scalars(select(Worker)):
         if mode in (w.queues or []) and is_online(w, heartbeat_s):

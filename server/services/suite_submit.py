@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from jobqueue import queue_name
 from runtime.modes import MODES
 from server.blobs import BlobStore
 from server.config import Settings
@@ -85,8 +86,10 @@ def submit_operator(session: Session, store: BlobStore, settings: Settings, run:
     assert suite is not None
     out = OperatorSubmitted(operator, None, cases=cases)
     found_by_mode, to_run = {}, []
+    version = checked.case_file.requires_pypto if checked.case_file else None
     for mode in modes:
-        found, note = _reusable(session, settings, run, suite, operator, checked.sha256, cases, mode)
+        found, note = _reusable(session, settings, run, suite, operator, checked.sha256, cases, mode,
+                                queue_name(mode, version))
         if found is not None:
             found_by_mode[mode] = found
         else:
@@ -107,7 +110,7 @@ def submit_operator(session: Session, store: BlobStore, settings: Settings, run:
 
 
 def _reusable(session: Session, settings: Settings, run: SuiteRun, suite: Suite, operator: str, content: str,
-              cases: list[str], mode: str) -> tuple[dict[str, Any] | None, str]:
+              cases: list[str], mode: str, queue: str) -> tuple[dict[str, Any] | None, str]:
     """(case -> earlier result, "") when the whole mode can be reused, else (None, why not)."""
     if not run.reuse:
         return None, "reuse is off for this run (--no-reuse)"
@@ -116,7 +119,7 @@ def _reusable(session: Session, settings: Settings, run: SuiteRun, suite: Suite,
     flaky_now = flaky_cases(session, run, suite, operator, mode)
     if flaky_now:
         return None, f"flaky case(s) {', '.join(flaky_now[:5])} always run"
-    target = reuse.target_versions(session, mode, settings.job_heartbeat_s)
+    target = reuse.target_versions(session, queue, settings.job_heartbeat_s)  # its pypto's workers
     if target.versions is None:
         return None, target.reason
     found = reuse.find(session, content, cases, mode, target.versions)

@@ -338,3 +338,17 @@ def test_partial_tile_graph_verify_is_unsupported_with_its_rule_and_the_case_sti
     assert case.graph_verify["rule"] == "graph-verify-partial-tile-composite"
     assert "valid_shape" in case.graph_verify["reason"] and "setStorage" in case.graph_verify["error"]["message"]
     assert case.verdict == "sim_output_unwritten", case.verdict_reason
+
+
+def test_test_function_arguments_by_name(tmp_path):
+    from runtime import testmodule
+
+    (tmp_path / "test_cases.json").write_text('{"test_cases": [{"id": "a"}, {"id": "level1", "seed": 4}]}')
+
+    def test_level1(device, case, run_mode, tolerance=0.1):
+        pass
+
+    args = testmodule.arguments(test_level1, "test_level1", "sim", "npu:0", tmp_path / "test_cases.json")
+    assert args == {"device": "npu:0", "case": {"id": "level1", "seed": 4}, "run_mode": "sim"}
+    assert testmodule.arguments(lambda case: None, "test_other", "sim", "cpu", tmp_path / "test_cases.json") == \
+        {"case": {"id": "a"}}

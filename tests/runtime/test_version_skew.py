@@ -120,3 +120,31 @@ def test_kernel_for_a_newer_pypto_gets_version_skew(warm_sim, tmp_path, name):
     assert skew and skew["installed"] == report.environment.pypto and skew["kind"] == kind
     assert subject in skew["names"]
     assert case.verdict_reason.startswith("written for another pypto: the installed pypto")
+
+
+@pytest.mark.slow
+def test_a_script_for_a_newer_pypto_gets_version_skew(warm_sim, tmp_path):
+    script = FIXTURES / "version_skew" / "precision_script.py"
+    report = run_submission(script, RunOptions(cache_dir=tmp_path / "cache", work_dir=tmp_path / "work",
+                                               graph_verify=False, timeout_s=60), warm=warm_sim)
+    [case] = report.cases
+    assert case.verdict == verdicts.VERSION_SKEW, (case.verdict, case.error)
+    assert case.version_skew["names"] == ["pypto.PrecisionType"]
+
+
+def test_run_refuses_a_pypto_this_host_lacks(tmp_path):
+    from runtime.errors import HostError, SubmissionError
+
+    folder = KERNELS["nbuffer_dict"][0]
+    with pytest.raises(HostError, match="asks for pypto 9.9.9; this host has pypto"):
+        run_submission(folder, RunOptions(work_dir=tmp_path / "a", pypto="9.9.9"))
+    spec = json.loads((folder / "test_cases.json").read_text())
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    for f in folder.iterdir():
+        (pkg / f.name).write_bytes(f.read_bytes())
+    (pkg / "test_cases.json").write_text(json.dumps({**spec, "requires_pypto": "9.9.9"}))
+    with pytest.raises(HostError, match="asks for pypto 9.9.9"):
+        run_submission(pkg, RunOptions(work_dir=tmp_path / "b"))
+    with pytest.raises(SubmissionError, match="contradicts test_cases.json's requires_pypto 9.9.9"):
+        run_submission(pkg, RunOptions(work_dir=tmp_path / "c", pypto="0.2.0"))

@@ -264,3 +264,44 @@ def test_ci_run_with_the_real_worker(live, tmp_path, calculator_cache):
     cases = junit_cases(tmp_path / "real.xml")
     verdict = {k: {p.get("name"): p.get("value") for p in tc.iter("property")}["verdict"] for k, tc in cases.items()}
     assert verdict == {f"alpha {c} [sim]": "sim_garbage_graph_ok" for c in (C1, C2)}
+
+
+@pytest.mark.slow
+def test_ci_run_on_a_gym_shaped_checkout_with_the_real_worker(live, tmp_path, calculator_cache):
+    """Operators as a gym checkout holds them (a test script, a test module, an in-place package) reach the
+    worker as bundles of what their job needs, and get the same verdicts as `crosscheck run` (docs/realops.md §5)."""
+    from worker.client import ApiClient
+    from worker.jobs import WorkerContext, run_job
+
+    checkout = tmp_path / "gym"
+    shutil.copytree(EXAMPLES / "gym-checkout", checkout)
+    api = ApiClient(live["url"], live["tokens"]["worker"])
+    ctx = WorkerContext(api=api, name="real@test", cache_dir=calculator_cache, heartbeat_s=5.0)
+    stop = threading.Event()
+    read = {"Authorization": f"Bearer {live['tokens']['read']}"}
+
+    def work() -> None:
+        while not stop.is_set():
+            for job in httpx.get(live["url"] + "/api/v1/jobs", headers=read, timeout=10).json()["items"]:
+                if job["status"] == "queued":
+                    run_job(ctx, job["id"], job["attempts"])
+            stop.wait(0.3)
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    try:
+        done = ci(live, checkout, "--no-reuse", "--op", "axpy", "--op", "RowSquareMean", "--op", "inplace_add_norm",
+                  "--junit", str(tmp_path / "gym.xml"), timeout_s=900)
+    finally:
+        stop.set()
+        thread.join(120)
+        ctx.close()
+    assert done.returncode == 0, done.stdout + done.stderr
+    cases = junit_cases(tmp_path / "gym.xml")
+    verdict = {k: {p.get("name"): p.get("value") for p in tc.iter("property")}["verdict"] for k, tc in cases.items()}
+    assert verdict == {
+        "axpy axpy_small [sim]": "sim_garbage_graph_ok", "axpy axpy_wide [sim]": "sim_garbage_graph_ok",
+        "row_square_mean test_level0 [sim]": "sim_garbage_graph_ok",
+        "row_square_mean test_level1 [sim]": "sim_garbage_graph_ok",
+        "inplace_add_norm level0 [sim]": "sim_garbage_graph_ok", "inplace_add_norm level1 [sim]": "sim_garbage_graph_ok",
+    }

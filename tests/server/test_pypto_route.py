@@ -52,3 +52,18 @@ def test_a_malformed_version_is_422(client, hdr, scale_add_zip):
     r = client.post(URL, headers=hdr["submit"], files={"file": ("scale_add.zip", scale_add_zip)},
                     data={"pypto": "0.2 ; rm"})
     assert r.status_code == 422 and "is not a pypto version" in r.json()["detail"]
+
+
+def test_reuse_compares_with_the_workers_of_the_jobs_queue(client, hdr, app):  # type: ignore[no-untyped-def]
+    from server.services import reuse
+
+    for name, pypto, queues in (("sim@ref", "0.2.0", ["sim", "sim@0.2.0"]), ("sim@dev", "0.3.0.dev0", ["sim@0.3.0.dev0"])):
+        r = client.post("/api/v1/workers/heartbeat", headers=hdr["worker"],
+                        json={"name": name, "host": "h", "queues": queues,
+                              "capabilities": {"modes": ["sim"], "versions": {"pypto": pypto, "runtime": "r1"}}})
+        assert r.status_code == 200, r.text
+    with app.state.sessionmaker() as session:
+        plain = reuse.target_versions(session, "sim", app.state.settings.job_heartbeat_s)
+        dev = reuse.target_versions(session, "sim@0.3.0.dev0", app.state.settings.job_heartbeat_s)
+    assert plain.versions is not None and plain.versions["pypto"] == "0.2.0"
+    assert dev.versions is not None and dev.versions["pypto"] == "0.3.0.dev0"

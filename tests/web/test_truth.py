@@ -184,3 +184,23 @@ def test_overview_refreshes_itself_while_jobs_run(client: TestClient) -> None:
 def test_submit_page_takes_a_folder(client: TestClient) -> None:
     folder = get(client, "/submit").find("input", id="s-folder")
     assert "webkitdirectory" in folder.attrs and "multiple" in folder.attrs
+
+
+def test_a_fake_pass_is_diagnosed_by_its_own_rules_at_the_stage_that_failed(client: TestClient,
+                                                                            info: dict[str, Any]) -> None:
+    op = get(client, "/operators/golden_fallback")
+    rules = [c.text() for c in op.find("table", cls="cases").find("tbody").find("td", cls="rules").find_all("code")]
+    assert rules[:2] == ["golden-fallback", "output-not-written"] and "graph-verify-mismatch" not in rules
+    cards = get(client, f"/jobs/{info['fake_jobs'][0].id}").find_all("article", cls="diag")
+    heads = [c.find("h3").text() for c in cards]
+    assert heads[0] == "golden-fallback at stage graph_verify"
+    assert all("at stage graph_verify" in h for h in heads)
+
+
+def test_the_api_says_how_many_cases_each_mode_judged(client: TestClient, info: dict[str, Any]) -> None:
+    headers = {"X-API-Token": info["read_token"]}
+    items = {o["name"]: o for o in client.get("/api/v1/operators", headers=headers).json()["items"]}
+    assert items["softmax_partial"]["coverage"] == {"cases": 2, "sim": 2, "graph": 2, "npu": 1}
+    assert items["softmax_partial"]["combined_verdict"] == "sim_garbage_graph_ok"
+    detail = client.get("/api/v1/operators/wrong_maths", headers=headers).json()
+    assert detail["operator"]["coverage"] == {"cases": 2, "sim": 2, "graph": 2, "npu": 0}

@@ -8,12 +8,13 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from runtime.modes import MODES
 from runtime import submission as submission_mod
-from runtime import testmodule
+from runtime import graph_verify, testmodule
 from runtime.cases import check_memory
 from runtime.dtypes import default_tolerance
 from runtime.errors import NO_NPU_MESSAGE, HostError, SubmissionError
@@ -292,16 +293,17 @@ class _CaseRunner:
     def run_all(self, specs: list[Any], on_case: CaseCallback | None) -> tuple[list[CaseResult], bool]:
         """Run every case, up to options.parallel at once; results in spec order, and whether stopped."""
         assert self.warm is not None
-        ran = self.list_run if specs == [MAIN_CASE] else None  # the script already ran whole (--list ignored)
-        prepared = [] if ran else [self._prepare(spec) for spec in specs]
+        jobs: Iterator[tuple[int, dict[str, Any]]]
+        prepared: list[tuple[JobContext, dict[str, Any]]]
+        if self.list_run is not None and specs == [MAIN_CASE]:  # the script already ran whole (--list ignored)
+            prepared, jobs = [(self.list_run[0], {})], iter([(0, self.list_run[1])])
+        else:
+            prepared = [self._prepare(spec) for spec in specs]
+            jobs = self.warm.run_jobs([request for _, request in prepared], self.options.parallel)
         results: list[CaseResult | None] = [None] * len(specs)
         recheck: list[int] = []
         done = 0
         stopped = False
-        jobs = iter([(0, ran[1])]) if ran else self.warm.run_jobs([request for _, request in prepared],
-                                                                  self.options.parallel)
-        if ran:
-            prepared = [(ran[0], {})]
         try:
             for index, raw in jobs:
                 if raw.get("cancelled"):  # killed mid-case on a cancel: no verdict, and nothing more runs
@@ -391,7 +393,8 @@ class _CaseRunner:
             plain.graph_verify = {"status": "unavailable", "metrics": None,
                                   "reason": "the kernel fails to compile or run with and without graph verify"}
             return plain
-        plain.graph_verify = graph_verify_failure(failed)
+        texts = [failed.error.message if failed.error else "", *(launch.error for launch in failed.launches)]
+        plain.graph_verify = graph_verify.failure(failed.error.__dict__ if failed.error else None, texts)
         return plain
 
     def _script_job(self, case_id: str, function: str | None = None) -> tuple[JobContext, dict[str, Any]]:
@@ -424,27 +427,6 @@ class _CaseRunner:
         if self.test_double:
             label_test_double(case)
         return case
-
-
-# pypto 0.2.0's calculator on a composite op (pypto.sigmoid) over a partial last tile (docs/realops.md §6).
-PARTIAL_TILE_SIGNATURE = re.compile(r"setStorage.*out of bounds", re.S)
-PARTIAL_TILE_RULE = "graph-verify-partial-tile-composite"
-
-
-def graph_verify_failure(failed: CaseResult) -> dict[str, Any]:
-    """graph_verify of a case whose kernel fails only with graph verify on: a known pypto limit, or an error."""
-    error = failed.error.__dict__ if failed.error else None
-    texts = " ".join([failed.error.message if failed.error else "", *(launch.error for launch in failed.launches)])
-    if PARTIAL_TILE_SIGNATURE.search(texts):
-        return {"status": "unsupported", "metrics": None, "rule": PARTIAL_TILE_RULE, "error": error,
-                "reason": ("pypto 0.2.0 limitation: a stock composite op (pypto.sigmoid builds its constant 1.0 with "
-                           "valid_shape = the full tile shape) turns a partial tile's valid shape into the full "
-                           "tile, so the graph-verify calculator copies the whole tile into a smaller output and "
-                           "refuses ('setStorage ... out of bounds'). Plain SIM ran the kernel; the case is judged "
-                           "without graph evidence. Spelling the op out (1 / (1 + exp(-x))) keeps the valid shape "
-                           "and gets graph evidence (docs/realops.md §6)")}
-    return {"status": "error", "metrics": None, "error": error,
-            "reason": "graph verify failed while plain SIM runs the kernel"}
 
 
 def _listed(case_id: str, text: str) -> bool:

@@ -26,7 +26,7 @@ sys.path.insert(0, str(BENCH.parent))
 sys.path.insert(0, str(BENCH))
 
 from dashboard import DEPTH_CASES, DEPTH_RUNS, timed_app  # noqa: E402
-from seed import database  # noqa: E402
+from seed import REPORT_BYTES, database  # noqa: E402
 
 from server.config import Settings  # noqa: E402
 from server.services import tokens  # noqa: E402
@@ -80,13 +80,15 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=100)
     ap.add_argument("--depth", action="store_true", help=f"{DEPTH_RUNS} runs per operator, {DEPTH_CASES} cases each")
     ap.add_argument("--sqlite", action="store_true", help="SQLite in a temp dir instead of PostgreSQL")
+    ap.add_argument("--report-bytes", type=int, default=REPORT_BYTES, help="stderr tail in each stored report")
     ap.add_argument("--keep", action="store_true", help="keep the seeded database for the next run (bench/seed.py)")
     args = ap.parse_args()
     if args.depth:
         args.jobs, args.cases = DEPTH_RUNS, DEPTH_CASES
     ok = True
     with tempfile.TemporaryDirectory(prefix="bench-api-") as tmp:
-        url, cleanup = database(not args.sqlite, PG_DB, tmp, (args.operators, args.jobs, args.cases), args.keep)
+        url, cleanup = database(not args.sqlite, PG_DB, tmp, (args.operators, args.jobs, args.cases), args.keep,
+                                args.report_bytes)
         try:
             settings = Settings(data_dir=Path(tmp), database_url=url)
             print(f"\n{'SQLite' if args.sqlite else 'PostgreSQL'}, {args.requests} requests per endpoint")

@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from seed import database  # noqa: E402
+from seed import REPORT_BYTES, database  # noqa: E402
 
 from server.config import Settings  # noqa: E402
 from server.services import tokens  # noqa: E402
@@ -109,12 +109,14 @@ def main() -> int:
                         help=f"{DEPTH_RUNS} runs per operator, {DEPTH_CASES} cases each (with --operators 100: 1M rows)")
     parser.add_argument("--gc-freeze", action="store_true", help="gc.freeze() once the app has started")
     parser.add_argument("--postgres", action="store_true", help=f"use a dedicated database {PG_DB} on the local server")
+    parser.add_argument("--report-bytes", type=int, default=REPORT_BYTES, help="stderr tail in each stored report")
     parser.add_argument("--keep", action="store_true", help="keep the seeded database for the next run (bench/seed.py)")
     args = parser.parse_args()
     if args.depth:
         args.jobs, args.cases = DEPTH_RUNS, DEPTH_CASES
     with tempfile.TemporaryDirectory(prefix="bench-dashboard-") as tmp:
-        url, cleanup = database(args.postgres, PG_DB, tmp, (args.operators, args.jobs, args.cases), args.keep)
+        url, cleanup = database(args.postgres, PG_DB, tmp, (args.operators, args.jobs, args.cases), args.keep,
+                                args.report_bytes)
         try:
             settings = Settings(data_dir=Path(tmp), database_url=url)
             ok = report(measure(settings, args.requests, args.operators, args.gc_freeze),

@@ -104,6 +104,10 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         body = SubmissionCreate.model_json_schema(ref_template="#/components/schemas/{model}")
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         components.update({**body.pop("$defs", {}), "SubmissionCreate": body})
+        # Our 422s carry one line like every other error (server/api/errors.py), not FastAPI's list.
+        components["HTTPValidationError"] = {"title": "HTTPValidationError", "type": "object", "required": ["detail"],
+                                             "properties": {"detail": {"type": "string", "title": "Detail"}}}
+        components.pop("ValidationError", None)
         app.openapi_schema = schema
     return app.openapi_schema
 

@@ -133,10 +133,11 @@ def _tensor_npu(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
 
 def _install() -> types.ModuleType:
     if not hasattr(torch, NPU):
-        torch.utils.rename_privateuse1_backend(NPU)
-        torch._register_device_module(NPU, _namespace())
+        # torch's own hooks for an out-of-tree device (what torch_npu itself uses); untyped in torch's stubs
+        torch.utils.rename_privateuse1_backend(NPU)  # type: ignore[attr-defined]
+        torch._register_device_module(NPU, _namespace())  # type: ignore[no-untyped-call]
     torch.Tensor.npu = _tensor_npu  # type: ignore[attr-defined]
-    _NpuOnCpu().__enter__()  # for the rest of the job process
+    _NpuOnCpu().__enter__()  # type: ignore[no-untyped-call]  # for the rest of the job process
     return torch.npu  # type: ignore[attr-defined,no-any-return]
 
 

@@ -194,6 +194,8 @@ def _run(args: argparse.Namespace, err: Console) -> int:
         jobs = accepted["jobs"]
         err.print(f"submission {accepted['submission_id']}: " + ", ".join(
             f"job {j['id']} ({j['mode']})" for j in jobs))
+        for line in unserved(server, [j["mode"] for j in jobs]):
+            err.print(f"[yellow]warning:[/] {escape(line)}")
         if not args.wait:
             _write_json(args.json, {"submission_id": accepted["submission_id"], "jobs": jobs})
             return exit_codes.OK
@@ -201,6 +203,32 @@ def _run(args: argparse.Namespace, err: Console) -> int:
         if finished is None:
             return exit_codes.INFRA
         return _report(server, accepted["submission_id"], finished, args.json)
+
+
+def unserved(server: Server, modes: list[str]) -> list[str]:
+    """'no online worker serves npu: one was last seen 3 h ago' for each mode nothing online runs."""
+    try:
+        workers = server.call("GET", "/workers").json()["items"]
+    except (Unusable, Infrastructure, KeyError, ValueError):
+        return []  # the token may not read workers; the jobs still run when a worker comes
+    out = []
+    for mode in dict.fromkeys(modes):
+        serving = [w for w in workers if mode in ((w.get("capabilities") or {}).get("modes") or w.get("queues") or [])]
+        if any(w.get("online") for w in serving):
+            continue
+        seen = max((w["last_heartbeat"] for w in serving), default=None)
+        when = f"one was last seen {_ago(seen)} ago" if seen else "none has ever reported"
+        out.append(f"no online worker serves {mode}: {when}; {mode.upper()} jobs wait until one comes online")
+    return out
+
+
+def _ago(iso: str) -> str:
+    from datetime import UTC, datetime
+
+    then = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    s = max(0.0, (datetime.now(UTC) - (then if then.tzinfo else then.replace(tzinfo=UTC))).total_seconds())
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.0f} h" if s < 172800 \
+        else f"{s / 86400:.0f} d"
 
 
 def _state(job: dict[str, Any]) -> str:

@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from runtime import archive, exit_codes
 from runtime.modes import MODES
-from server.commands import local
+from server.commands import datadir
 
 DEFAULT_SERVER = "http://127.0.0.1:8000"
 UPLOAD_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".py")
@@ -126,7 +126,7 @@ def zip_folder(folder: Path) -> bytes:
 
 
 def resolve_token(explicit: str | None) -> str | None:
-    return explicit or os.environ.get("CROSSCHECK_TOKEN") or local.read_tokens(local.data_dir_from_env()).get("admin")
+    return explicit or os.environ.get("CROSSCHECK_TOKEN") or datadir.read_tokens(datadir.data_dir_from_env()).get("admin")
 
 
 @dataclass

@@ -85,8 +85,11 @@ def bundle(path: Path, operator: str | None = None) -> tuple[str, bytes]:
     try:
         if path.is_dir() and not (path / "test_cases.json").is_file():
             found = [op for op in discover.discover(path, [operator] if operator else None) if op.route != "none"]
-            if len(found) != 1:
-                names = ", ".join(op.name for op in found) or "none runnable"
+            if not found:
+                raise Unusable(f"{path}: no operator found: no test_cases.json, no test script and no gym "
+                               "operator (docs/realops.md §5)")
+            if len(found) > 1:
+                names = ", ".join(op.name for op in found)
                 raise Unusable(f"{path}: a checkout with {len(found)} runnable operators ({names}); choose one with "
                                "--operator NAME")
             return f"{found[0].name}.zip", discover.pack(path, found[0])

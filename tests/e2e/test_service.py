@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from jobqueue import REFERENCE_PYPTO
 from runtime import calculator
 from tests.e2e.conftest import Stack, alive
 
@@ -25,7 +26,8 @@ def _graph_verdicts(cache: Path) -> tuple[str, str]:
 def test_worker_reports_its_capabilities(stack: Stack) -> None:
     full = f"e2e-{stack.name}@{socket.gethostname()}"
     worker = next(w for w in stack.get("/workers")["items"] if w["name"] == full)
-    assert worker["queues"] == ["sim"]
+    # The plain queue (jobs asking for no version) and its own version's queue: it has the reference pypto.
+    assert sorted(worker["queues"]) == ["sim", f"sim@{REFERENCE_PYPTO}"]
     caps = worker["capabilities"]
     assert caps["modes"] == ["sim"] and caps["devices"] == []
     assert caps["versions"]["pypto"] == "0.2.0" and caps["versions"]["torch"].startswith("2.13.0")

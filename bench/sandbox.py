@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 from runtime.cgroup import JobCgroup
 from runtime.runner import RunOptions, run_submission
 from runtime.warm import WarmParent
-from runtime.warm.guard import dir_bytes, tree_rss_bytes
+from runtime.warm.guard import dir_bytes, tree_usage
 
 EXAMPLES = ("relu", "softmax", "matmul", "attention", "dynamic_add")
 
@@ -106,7 +106,7 @@ def leader_work(repeat: int) -> None:
     polls = []
     for _ in range(repeat * 10):
         start = time.perf_counter()
-        tree_rss_bytes(1)
+        tree_usage(1)
         polls.append(time.perf_counter() - start)
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(100):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass, field
+from typing import Any
 
 from rich.cells import cell_len
 from rich.console import Console
@@ -106,6 +107,15 @@ def _print_stacked(report: Report, console: Console) -> None:
         _print_indented(console, " · ".join(evidence), 2)
         _print_indented(console, f"structure {case.structural} · stage {case.stage or '-'} · "
                                  f"{case.kernel_launches} launch(es) · written {_written_text(case)}", 2)
+        if len(case.outputs) > 1:
+            _print_indented(console, "outputs: " + " · ".join(_output_text(o) for o in case.outputs), 2)
+
+
+def _output_text(output: dict[str, Any]) -> str:
+    """One output of several, by name: the graph's max |diff| when graph verify ran, else the raw one."""
+    m = output.get("graph_metrics") or output.get("metrics") or {}
+    label = "graph " if output.get("graph_metrics") else ""
+    return f"{output.get('name', '?')} {label}max |diff| {fmt(m.get('max_abs_diff'))}"
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import ctypes
 import io
+import re
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -218,3 +219,22 @@ def summarize_pypto(rows: list[dict[str, str]]) -> dict[str, Any]:
         "first_failed": {k: first_fail.get(k, "") for k in keep} if first_fail else None,
         "first_divergent_pass": {k: first_pass.get(k, "") for k in keep} if first_pass else None,
     }
+
+
+# pypto 0.2.0's calculator on a composite op (pypto.sigmoid) over a partial last tile (docs/realops.md §6).
+PARTIAL_TILE_SIGNATURE = re.compile(r"setStorage.*out of bounds", re.DOTALL)
+PARTIAL_TILE_RULE = "graph-verify-partial-tile-composite"
+
+
+def failure(error: dict[str, Any] | None, texts: list[str]) -> dict[str, Any]:
+    """graph_verify of a case whose kernel fails only with graph verify on: a known pypto limit, or an error."""
+    if PARTIAL_TILE_SIGNATURE.search(" ".join(texts)):
+        return {"status": "unsupported", "metrics": None, "rule": PARTIAL_TILE_RULE, "error": error,
+                "reason": ("pypto 0.2.0 limitation: a stock composite op (pypto.sigmoid builds its constant 1.0 with "
+                           "valid_shape = the full tile shape) turns a partial tile's valid shape into the full "
+                           "tile, so the graph-verify calculator copies the whole tile into a smaller output and "
+                           "refuses ('setStorage ... out of bounds'). Plain SIM ran the kernel; the case is judged "
+                           "without graph evidence. Spelling the op out (1 / (1 + exp(-x))) keeps the valid shape "
+                           "and gets graph evidence (docs/realops.md §6)")}
+    return {"status": "error", "metrics": None, "error": error,
+            "reason": "graph verify failed while plain SIM runs the kernel"}

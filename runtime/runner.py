@@ -14,7 +14,7 @@ from typing import Any
 
 from runtime.modes import MODES
 from runtime import submission as submission_mod
-from runtime import testmodule
+from runtime import graph_verify, testmodule
 from runtime.cases import check_memory
 from runtime.dtypes import default_tolerance
 from runtime.errors import NO_NPU_MESSAGE, HostError, SubmissionError
@@ -393,7 +393,8 @@ class _CaseRunner:
             plain.graph_verify = {"status": "unavailable", "metrics": None,
                                   "reason": "the kernel fails to compile or run with and without graph verify"}
             return plain
-        plain.graph_verify = graph_verify_failure(failed)
+        texts = [failed.error.message if failed.error else "", *(launch.error for launch in failed.launches)]
+        plain.graph_verify = graph_verify.failure(failed.error.__dict__ if failed.error else None, texts)
         return plain
 
     def _script_job(self, case_id: str, function: str | None = None) -> tuple[JobContext, dict[str, Any]]:
@@ -426,27 +427,6 @@ class _CaseRunner:
         if self.test_double:
             label_test_double(case)
         return case
-
-
-# pypto 0.2.0's calculator on a composite op (pypto.sigmoid) over a partial last tile (docs/realops.md §6).
-PARTIAL_TILE_SIGNATURE = re.compile(r"setStorage.*out of bounds", re.S)
-PARTIAL_TILE_RULE = "graph-verify-partial-tile-composite"
-
-
-def graph_verify_failure(failed: CaseResult) -> dict[str, Any]:
-    """graph_verify of a case whose kernel fails only with graph verify on: a known pypto limit, or an error."""
-    error = failed.error.__dict__ if failed.error else None
-    texts = " ".join([failed.error.message if failed.error else "", *(launch.error for launch in failed.launches)])
-    if PARTIAL_TILE_SIGNATURE.search(texts):
-        return {"status": "unsupported", "metrics": None, "rule": PARTIAL_TILE_RULE, "error": error,
-                "reason": ("pypto 0.2.0 limitation: a stock composite op (pypto.sigmoid builds its constant 1.0 with "
-                           "valid_shape = the full tile shape) turns a partial tile's valid shape into the full "
-                           "tile, so the graph-verify calculator copies the whole tile into a smaller output and "
-                           "refuses ('setStorage ... out of bounds'). Plain SIM ran the kernel; the case is judged "
-                           "without graph evidence. Spelling the op out (1 / (1 + exp(-x))) keeps the valid shape "
-                           "and gets graph evidence (docs/realops.md §6)")}
-    return {"status": "error", "metrics": None, "error": error,
-            "reason": "graph verify failed while plain SIM runs the kernel"}
 
 
 def _listed(case_id: str, text: str) -> bool:

@@ -57,7 +57,7 @@ def create_app(settings: Settings | None = None, *, start_sweeper: bool = True) 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         check_schema(engine, settings.resolved_database_url)  # raises SchemaOutdated: refuse to start
-        sweeper = Sweeper(app.state.sessionmaker, app.state.producer, settings) if start_sweeper else None
+        sweeper = Sweeper(app.state.sessionmaker, app.state.producer, settings, settings.sweep_interval_s) if start_sweeper else None
         sender = WebhookSender(app.state.sessionmaker, settings) if start_sweeper else None
         for thread in (sweeper, sender):
             if thread:
@@ -104,6 +104,10 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         body = SubmissionCreate.model_json_schema(ref_template="#/components/schemas/{model}")
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         components.update({**body.pop("$defs", {}), "SubmissionCreate": body})
+        # Our 422s carry one line like every other error (server/api/errors.py), not FastAPI's list.
+        components["HTTPValidationError"] = {"title": "HTTPValidationError", "type": "object", "required": ["detail"],
+                                             "properties": {"detail": {"type": "string", "title": "Detail"}}}
+        components.pop("ValidationError", None)
         app.openapi_schema = schema
     return app.openapi_schema
 

@@ -82,3 +82,11 @@ def test_every_repro_script_named_in_docs_exists_and_every_script_is_named():
 @pytest.mark.parametrize("script", sorted((DOCS / "repro").glob("*.py")), ids=lambda p: p.name)
 def test_repro_script_compiles(script: Path, tmp_path: Path):
     py_compile.compile(str(script), cfile=str(tmp_path / "out.pyc"), doraise=True)
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    """.ci/run calls the README's test command (coverage included), word for word."""
+    found = re.search(r"```bash\n(pip install -q -e '\.\[test\]' && [^\n]+)\n```", (REPO / "README.md").read_text())
+    assert found, "README.md has no test command"
+    assert found.group(1) in (REPO / ".ci" / "run").read_text().splitlines()
+    assert "coverage report" in found.group(1)

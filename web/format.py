@@ -147,6 +147,15 @@ def ago(value: datetime | None, now: datetime | None = None) -> str:
     return f"{s / 86400:.0f} d"
 
 
+# A job's status in words: "failed" only means the job ran and its verdicts are not acceptable.
+STATUS_WORDS = {"failed": "ran · not acceptable", "error": "error (infrastructure)",
+                "expired": "expired: no worker", "awaiting_npu": "awaiting an NPU worker"}
+
+
+def job_status(status: str | None) -> str:
+    return STATUS_WORDS.get(status or "", status or "—")
+
+
 def percent(value: Any) -> str:
     return "—" if value is None else f"{float(value) * 100:.3g} %"
 
@@ -205,6 +214,6 @@ def ticks(text: Any) -> Markup:
     return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped))
 
 
-FILTERS = {"ago": ago, "ticks": ticks, "diagnosis_rules": diagnosis_rules, "graph_cell": graph_cell, "sim_diff_of": sim_diff, "slug": slug, "structure": structure,
+FILTERS = {"ago": ago, "job_status": job_status, "ticks": ticks, "diagnosis_rules": diagnosis_rules, "graph_cell": graph_cell, "sim_diff_of": sim_diff, "slug": slug, "structure": structure,
            "sig": sig, "magnitude": magnitude, "duration": duration, "percent": percent, "iso": iso,
            "utc_text": utc_text, "verdict_label": label}

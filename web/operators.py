@@ -37,11 +37,12 @@ def operator_page(request: Request, name: str, session: SessionDep, caller: Read
                   range: Range = "runs") -> HTMLResponse:  # noqa: A002 (the query parameter's name)
     operator = queries.get_operator(session, name)
     runs = history.operator_history(session, operator.id, history_window(range)).points
+    failed = queries.graph_failed_jobs(session, [p["job_id"] for p in runs])
     row = operator_row(operator, queries.case_summaries(session, [operator.id])[operator.id])
     return render(request, "operator.html", caller, op=operator, row=row, history=runs, range=range,
                   history_runs=HISTORY_RUNS,
                   flagged=operator.combined_verdict in FLAGGED,
-                  diff_chart=diff_chart.build(runs, queries.graph_failed_jobs(session, [p["job_id"] for p in runs])),
+                  diff_chart=diff_chart.build(runs, failed), graph_failed=failed,
                   time_chart=charts.linear_trend(runs, "aicore_time_us", "AICore time", "cost", "µs"),
                   util_chart=charts.linear_trend(runs, "utilization", "utilisation", "util", "%", scale=100),
                   jobs=queries.recent_jobs(session, RECENT_JOBS, operator_id=operator.id),

@@ -1,7 +1,9 @@
 """The job leader's watch over one job's resources: memory, processes and disk.
 
 Memory and processes are the job cgroup's (runtime.cgroup) when the leader could make one; without
-it an RSS watchdog polls the job's process tree. Disk has no kernel limit to lean on (RLIMIT_FSIZE
+it a watchdog polls the job's process tree: its memory (the resident sum, then the proportional set
+size when that sum is over the limit) and its threads against the process limit (which RLIMIT_NPROC
+of the job uid then also enforces). Disk has no kernel limit to lean on (RLIMIT_FSIZE
 caps single files only), so the leader totals the job dir's blocks every DISK_POLL_S, less often
 for a dir of many files.
 """
@@ -23,30 +25,53 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 LIMIT_FLAGS = {"memory": "--memory GIB", "processes": "--processes N", "disk": "--disk GIB"}
 
 
-def _children() -> dict[int, list[int]]:
-    tree: dict[int, list[int]] = {}
+def _processes() -> dict[int, tuple[int, int, int]]:
+    """pid -> (parent pid, threads, resident pages), from every /proc/<pid>/stat."""
+    found = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
-            stat = Path(f"/proc/{name}/stat").read_text()
-        except OSError:
+            fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
+            found[int(name)] = (int(fields[1]), int(fields[17]), int(fields[21]))
+        except (OSError, ValueError, IndexError):
             continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        tree.setdefault(ppid, []).append(int(name))
-    return tree
+    return found
 
 
-def tree_rss_bytes(pid: int) -> int:
-    """Resident memory of `pid` and all its descendants (shared pages counted in each)."""
-    tree, total, todo = _children(), 0, [pid]
+def tree_usage(pid: int) -> tuple[int, int, list[int]]:
+    """(resident bytes, threads, pids) of `pid` and all its descendants.
+
+    The resident sum counts shared pages in every process (a fork shares all of its parent's), so
+    it is an upper bound: cheap to poll, and exact enough to say a tree is under a limit.
+    """
+    procs = _processes()
+    children: dict[int, list[int]] = {}
+    for child, (parent, _threads, _rss) in procs.items():
+        children.setdefault(parent, []).append(child)
+    rss = threads = 0
+    tree, todo = [], [pid]
     while todo:
         current = todo.pop()
+        if current in procs:
+            tree.append(current)
+            threads += procs[current][1]
+            rss += procs[current][2] * PAGE
+        todo.extend(children.get(current, []))
+    return rss, threads, tree
+
+
+def pss_bytes(pids: list[int]) -> int:
+    """Proportional set size of the processes: each shared page split among its sharers (exact, dearer)."""
+    total = 0
+    for pid in pids:
         try:
-            total += int(Path(f"/proc/{current}/statm").read_text().split()[1]) * PAGE
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1]) * 1024
+                    break
         except (OSError, ValueError, IndexError):
-            pass
-        todo.extend(tree.get(current, []))
+            continue
     return total
 
 
@@ -74,8 +99,11 @@ def dir_bytes(root: Path, stop_above: int) -> tuple[int, int]:
 class Guard:
     """Polled by the leader while the job runs; says which limit, if any, the job broke."""
 
-    def __init__(self, memory_bytes: int, disk_bytes: int, job_dir: Path, cgroup: JobCgroup | None):
+    def __init__(self, memory_bytes: int, disk_bytes: int, job_dir: Path, cgroup: JobCgroup | None,
+                 nproc: int = 512):
         self.memory_bytes = memory_bytes
+        self.nproc = nproc
+        self.peak_threads = 0
         self.disk_bytes = disk_bytes
         self.job_dir = job_dir
         self.cgroup = cgroup
@@ -91,10 +119,14 @@ class Guard:
             if self.cgroup is not None:  # an OOM kill or a refused fork: the job is stopped as a whole
                 for limit in self.cgroup.limits_hit():
                     return self._broke(limit)
-            else:
-                rss = tree_rss_bytes(pid)
-                self.peak_rss = max(self.peak_rss, rss)
-                if rss > self.memory_bytes:
+            else:  # no cgroup: the watchdog counts the job's process tree itself
+                rss, threads, tree = tree_usage(pid)
+                self.peak_threads = max(self.peak_threads, threads)
+                if threads >= self.nproc:
+                    return self._broke("processes")
+                used = pss_bytes(tree) if rss > self.memory_bytes else rss  # the exact figure only when needed
+                self.peak_rss = max(self.peak_rss, used)
+                if used > self.memory_bytes:
                     return self._broke("memory")
         if now >= self._next_disk:
             used, entries = dir_bytes(self.job_dir, self.disk_bytes)
@@ -117,12 +149,12 @@ class Guard:
         names = {**LIMIT_FLAGS, **(flags or {})}
         values = {"memory": f"{self.memory_bytes / 2**30:.2f} GiB", "processes": f"{nproc} processes",
                   "disk": f"{self.disk_bytes / 2**30:.2f} GiB"}
-        how = {"memory": "its real memory (cgroup)" if self.cgroup else "its process tree's resident memory",
+        how = {"memory": "its real memory (cgroup)" if self.cgroup else "its process tree's memory (watchdog)",
                "processes": "its processes and threads", "disk": "its job dir's disk use"}
         out: dict[str, Any] = {
             "memory_limit": f"cgroup v{self.cgroup.version}" if self.cgroup else "rss watchdog",
             "peak_memory_bytes": (self.cgroup.peak_bytes() if self.cgroup else self.peak_rss),
-            "peak_processes": self.cgroup.peak_pids() if self.cgroup else None,
+            "peak_processes": self.cgroup.peak_pids() if self.cgroup else self.peak_threads,
         }
         if hit:
             first = hit[0]

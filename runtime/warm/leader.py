@@ -62,7 +62,7 @@ def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict
                    if privileged else (None, "not root: no job cgroup; memory is watched by polling RSS"))
     if why:
         iso.notes.append(why)
-    guard = Guard(limits.memory_bytes, limits.disk_bytes, job_dir, cgroup)
+    guard = Guard(limits.memory_bytes, limits.disk_bytes, job_dir, cgroup, limits.nproc)
     iso.memory_limit = f"cgroup v{cgroup.version}" if cgroup else "rss watchdog"
     ev_r, ev_w = os.pipe()
     start = time.monotonic()

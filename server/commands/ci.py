@@ -74,9 +74,9 @@ def token_of(explicit: str | None) -> str | None:
     """--token, else $CROSSCHECK_TOKEN, else the admin token `crosscheck up` saved in $DATA_DIR."""
     if explicit or os.environ.get("CROSSCHECK_TOKEN"):
         return explicit or os.environ.get("CROSSCHECK_TOKEN")
-    from server.commands import local  # loads the server's settings: only when needed
+    from server.commands import datadir  # loads the server's settings: only when needed
 
-    return local.read_tokens(local.data_dir_from_env()).get("admin")
+    return datadir.read_tokens(datadir.data_dir_from_env()).get("admin")
 
 
 def run(args: argparse.Namespace) -> int:

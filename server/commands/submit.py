@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from runtime import archive, exit_codes
 from runtime.modes import MODES
-from server.commands import local
+from server.commands import datadir
 
 DEFAULT_SERVER = "http://127.0.0.1:8000"
 UPLOAD_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".py")
@@ -85,8 +85,11 @@ def bundle(path: Path, operator: str | None = None) -> tuple[str, bytes]:
     try:
         if path.is_dir() and not (path / "test_cases.json").is_file():
             found = [op for op in discover.discover(path, [operator] if operator else None) if op.route != "none"]
-            if len(found) != 1:
-                names = ", ".join(op.name for op in found) or "none runnable"
+            if not found:
+                raise Unusable(f"{path}: no operator found: no test_cases.json, no test script and no gym "
+                               "operator (docs/realops.md §5)")
+            if len(found) > 1:
+                names = ", ".join(op.name for op in found)
                 raise Unusable(f"{path}: a checkout with {len(found)} runnable operators ({names}); choose one with "
                                "--operator NAME")
             return f"{found[0].name}.zip", discover.pack(path, found[0])
@@ -123,7 +126,7 @@ def zip_folder(folder: Path) -> bytes:
 
 
 def resolve_token(explicit: str | None) -> str | None:
-    return explicit or os.environ.get("CROSSCHECK_TOKEN") or local.read_tokens(local.data_dir_from_env()).get("admin")
+    return explicit or os.environ.get("CROSSCHECK_TOKEN") or datadir.read_tokens(datadir.data_dir_from_env()).get("admin")
 
 
 @dataclass
@@ -194,6 +197,8 @@ def _run(args: argparse.Namespace, err: Console) -> int:
         jobs = accepted["jobs"]
         err.print(f"submission {accepted['submission_id']}: " + ", ".join(
             f"job {j['id']} ({j['mode']})" for j in jobs))
+        for line in unserved(server, [j["mode"] for j in jobs]):
+            err.print(f"[yellow]warning:[/] {escape(line)}")
         if not args.wait:
             _write_json(args.json, {"submission_id": accepted["submission_id"], "jobs": jobs})
             return exit_codes.OK
@@ -201,6 +206,32 @@ def _run(args: argparse.Namespace, err: Console) -> int:
         if finished is None:
             return exit_codes.INFRA
         return _report(server, accepted["submission_id"], finished, args.json)
+
+
+def unserved(server: Server, modes: list[str]) -> list[str]:
+    """'no online worker serves npu: one was last seen 3 h ago' for each mode nothing online runs."""
+    try:
+        workers = server.call("GET", "/workers").json()["items"]
+    except (Unusable, Infrastructure, KeyError, ValueError):
+        return []  # the token may not read workers; the jobs still run when a worker comes
+    out = []
+    for mode in dict.fromkeys(modes):
+        serving = [w for w in workers if mode in ((w.get("capabilities") or {}).get("modes") or w.get("queues") or [])]
+        if any(w.get("online") for w in serving):
+            continue
+        seen = max((w["last_heartbeat"] for w in serving), default=None)
+        when = f"one was last seen {_ago(seen)} ago" if seen else "none has ever reported"
+        out.append(f"no online worker serves {mode}: {when}; {mode.upper()} jobs wait until one comes online")
+    return out
+
+
+def _ago(iso: str) -> str:
+    from datetime import UTC, datetime
+
+    then = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    s = max(0.0, (datetime.now(UTC) - (then if then.tzinfo else then.replace(tzinfo=UTC))).total_seconds())
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.0f} h" if s < 172800 \
+        else f"{s / 86400:.0f} d"
 
 
 def _state(job: dict[str, Any]) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx2 as httpx
 
-from server.commands import local
+from server.commands import child_processes, datadir
 
 READY_TIMEOUT_S = 120.0
 READY_PATH = "/readyz"
@@ -42,7 +42,7 @@ class Child:
     failures: int = field(default=0)  # deaths in a row without a stable run
 
     def start(self) -> None:
-        self.proc = local.start(self.command, self.env, umask=self.umask)
+        self.proc = child_processes.start(self.command, self.env, umask=self.umask)
         self.started_at = time.monotonic()
 
     def exited(self) -> bool:
@@ -58,11 +58,11 @@ class Child:
     def reap(self) -> None:
         """Kill what is left of a dead child's process group (Celery's pool, its warm parents)."""
         if self.proc is not None:
-            local.stop(self.proc)
+            child_processes.stop(self.proc)
 
     def stop(self) -> None:
         if self.proc is not None:
-            local.stop(self.proc)
+            child_processes.stop(self.proc)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -91,7 +91,7 @@ def ensure_tokens(data_dir: Path) -> dict[str, str]:
     from server.db import session_scope
     from server.services import tokens
 
-    stored = local.read_tokens(data_dir)
+    stored = datadir.read_tokens(data_dir)
     wanted = {"admin": ADMIN_SCOPES, "worker": WORKER_SCOPES}
     result: dict[str, str] = {}
     with session_scope() as session:
@@ -102,7 +102,7 @@ def ensure_tokens(data_dir: Path) -> dict[str, str]:
                 _, secret = tokens.create(session, f"{role} (crosscheck up)", scopes)
             result[role] = secret
     if result != stored:
-        local.write_tokens(data_dir, result)
+        datadir.write_tokens(data_dir, result)
     return result
 
 
@@ -136,12 +136,12 @@ def run(args: argparse.Namespace) -> int:
     from server import migrate
     from server.commands.worker import celery_command
 
-    data_dir = local.make_private((args.data_dir or local.data_dir_from_env()).resolve())
+    data_dir = datadir.make_private((args.data_dir or datadir.data_dir_from_env()).resolve())
     settings = _configure(data_dir)
     print(f"crosscheck up: data in {data_dir}; {_describe(settings)}", flush=True)
     migrate.upgrade(settings.resolved_database_url)
     secrets = ensure_tokens(data_dir)
-    local.make_private(data_dir)  # anything migrate or the tokens created
+    datadir.make_private(data_dir)  # anything migrate or the tokens created
     url = f"http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:{args.port}"
     env = {**os.environ, "DATA_DIR": str(data_dir), "API_URL": url, "WORKER_TOKEN": secrets["worker"]}
     # One SIM worker on this machine: let it run a job's cases side by side on the cores it has.
@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
         stopping.set()
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    api = Child("api", _api_command(args.host, args.port), env, umask=local.PRIVATE_UMASK)
+    api = Child("api", _api_command(args.host, args.port), env, umask=datadir.PRIVATE_UMASK)
     worker = Child("worker", celery_command(["sim"], args.concurrency, "sim-local"), env)
     children = [api, worker]
     code = 0
@@ -163,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         if not _wait_ready(url, children, stopping):
             code = 1 if not stopping.is_set() else 0
         else:
-            print(f"\nPTO Crosscheck is up at {url}/\n{_admin_token_lines(secrets['admin'], data_dir / local.TOKENS_FILE)}"
+            print(f"\nPTO Crosscheck is up at {url}/\n{_admin_token_lines(secrets['admin'], data_dir / datadir.TOKENS_FILE)}"
                   "\nPress Ctrl-C to stop.", flush=True)
             code = _supervise(api, worker, stopping)
     finally:

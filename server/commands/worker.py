@@ -14,7 +14,7 @@ import os
 import sys
 
 from jobqueue import QUEUES, worker_queues
-from server.commands import local
+from server.commands import child_processes, datadir
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -49,7 +49,7 @@ def worker_environment(env: dict[str, str] | None = None) -> dict[str, str]:
     """The worker's environment: a token from tokens.json when WORKER_TOKEN is unset (local setups)."""
     env = dict(os.environ if env is None else env)
     if not env.get("WORKER_TOKEN"):
-        token = local.read_tokens(local.data_dir_from_env(env)).get("worker")
+        token = datadir.read_tokens(datadir.data_dir_from_env(env)).get("worker")
         if token:
             env["WORKER_TOKEN"] = token
     return env
@@ -118,5 +118,5 @@ def run(args: argparse.Namespace) -> int:
 
     consumed = worker_queues(queues, installed_version())
     print(f"consuming {', '.join(consumed)} (pypto {installed_version() or 'not installed'})", file=sys.stderr)
-    proc = local.start(celery_command(consumed, concurrency, args.name, args.log_level.upper()), env)
-    return local.wait_forwarding_signals(proc)
+    proc = child_processes.start(celery_command(consumed, concurrency, args.name, args.log_level.upper()), env)
+    return child_processes.wait_forwarding_signals(proc)

@@ -76,7 +76,7 @@ def test_without_a_cgroup_the_watchdog_stops_the_children(tmp_path):
     with WatchdogWarmParent("sim") as warm:
         case, raw = run(package(tmp_path / "op", CHILDREN_HOG), warm, tmp_path / "w", memory_bytes=2 * GIB)
     assert case.verdict == verdicts.RESOURCE_LIMIT, (case.verdict, case.error)
-    assert raw["memory_limit"] == "rss watchdog" and "resident memory" in case.verdict_reason
+    assert raw["memory_limit"] == "rss watchdog" and "memory (watchdog)" in case.verdict_reason
     assert processes_of(raw["isolation"]["uid"]) == []
 
 
@@ -105,6 +105,14 @@ def test_a_fork_bomb_is_stopped_at_the_process_limit(warm_sim, tmp_path):
     assert case.verdict == verdicts.RESOURCE_LIMIT, (case.verdict, case.error)
     assert "processes limit" in case.verdict_reason and "--processes N" in case.verdict_reason
     assert raw["peak_processes"] <= 64
+    assert processes_of(raw["isolation"]["uid"]) == []
+
+
+def test_without_a_cgroup_the_watchdog_stops_a_fork_bomb(tmp_path):
+    with WatchdogWarmParent("sim") as warm:
+        case, raw = run(package(tmp_path / "op", FORK_BOMB), warm, tmp_path / "w", nproc=64, timeout_s=120)
+    assert case.verdict == verdicts.RESOURCE_LIMIT, (case.verdict, case.error)
+    assert raw["memory_limit"] == "rss watchdog" and "processes limit" in case.verdict_reason
     assert processes_of(raw["isolation"]["uid"]) == []
 
 

@@ -8,6 +8,8 @@ import pytest
 
 from runtime.runner import RunOptions, run_submission
 
+pytestmark = pytest.mark.slow  # runs real pypto compiles
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "diagnosis"
 MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())
 

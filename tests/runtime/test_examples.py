@@ -9,6 +9,8 @@ import torch
 from runtime.runner import RunOptions, run_submission
 from tests.conftest import EXAMPLES
 
+pytestmark = pytest.mark.slow  # runs real pypto compiles
+
 MANIFEST = json.loads((EXAMPLES / "manifest.json").read_text())
 NAMES = sorted(MANIFEST["examples"])
 CORRECT = [n for n in NAMES if MANIFEST["examples"][n]["sim"] == "sim_garbage_graph_ok"]

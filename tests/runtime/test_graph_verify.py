@@ -4,9 +4,13 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
+
 from runtime import calculator, graph_verify
 from runtime.runner import RunOptions, run_submission
 from tests.conftest import EXAMPLES
+
+pytestmark = pytest.mark.slow  # runs real pypto compiles
 
 
 def test_other_pypto_versions_are_refused_clearly():

@@ -11,6 +11,8 @@ import pytest
 from runtime.errors import HostError
 from runtime.runner import RunOptions, run_submission
 
+pytestmark = pytest.mark.slow  # runs real pypto compiles
+
 KERNEL = '''
 import pypto
 import torch

@@ -17,6 +17,8 @@ from runtime import host
 from runtime.errors import SubmissionError
 from tests.conftest import EXAMPLES, REPO
 
+pytestmark = pytest.mark.slow  # runs real pypto compiles
+
 DOUBLE = REPO / "tests" / "npu_double"
 
 

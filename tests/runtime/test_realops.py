@@ -13,6 +13,8 @@ from runtime import submission
 from runtime.runner import RunOptions, run_submission
 from tests.conftest import EXAMPLES
 
+pytestmark = pytest.mark.slow  # runs real pypto compiles
+
 REPO = Path(__file__).resolve().parents[2]
 GYM = EXAMPLES / "gym-checkout"
 AXPY = GYM / "tests/ops/vector/Axpy/test_axpy.py"

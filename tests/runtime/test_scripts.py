@@ -3,7 +3,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from runtime.runner import RunOptions, run_submission
+
+pytestmark = pytest.mark.slow  # runs real pypto compiles
 
 HEADER = '''
 import sys

@@ -17,7 +17,8 @@ from runtime.report import ErrorInfo, LintFinding
 from runtime.runner import RunOptions, run_submission
 from runtime.skew import detect
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("pypto") is None, reason="pypto is not installed")
+pytestmark = [pytest.mark.skipif(importlib.util.find_spec("pypto") is None, reason="pypto is not installed"),
+              pytest.mark.slow]  # introspects and compiles with the installed pypto
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -29,6 +29,7 @@ from server.config import Settings
 from server.main import create_app
 from server.models import Base, Job
 from server.services import jobs, results, submissions, tokens
+from tests.conftest import missing_service
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -78,7 +79,7 @@ def sqlite_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 def pg_schema() -> Iterator[PgSchema]:
     reason = pg_unreachable()
     if reason:
-        pytest.skip(reason)
+        missing_service(reason)
     schema = PgSchema("cc_api")
     migrate.upgrade(Settings(database_url=schema.url).resolved_database_url)
     yield schema
@@ -90,7 +91,7 @@ def pg_fresh_schema() -> Iterator[PgSchema]:
     """An empty schema of its own (the migration tests take it up and down)."""
     reason = pg_unreachable()
     if reason:
-        pytest.skip(reason)
+        missing_service(reason)
     schema = PgSchema("cc_mig")
     yield schema
     schema.drop()

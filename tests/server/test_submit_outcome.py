@@ -1,7 +1,16 @@
 """`crosscheck submit --wait`: each finished job's exit code and words (runtime/exit_codes.py)."""
 from __future__ import annotations
 
-from server.commands.submit import _job_outcome, _state
+from datetime import timedelta
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from server.commands.submit import Server, _job_outcome, _state, unserved
+from server.migrate import upgrade
+from server.models.base import utcnow
+from server.services import tokens, workers
+from tests.web.conftest import make_app, make_settings
 
 
 def job(status: str, mode: str = "sim", error: str | None = None) -> dict:
@@ -29,3 +38,20 @@ def test_acceptable_and_infrastructure_outcomes() -> None:
 def test_a_failed_golden_is_unusable_input() -> None:
     rep = {"mode": "sim", "cases": [{"verdict": "not_run", "stage": "golden"}]}
     assert _job_outcome(job("failed"), rep)[0] == 2
+
+
+def test_submit_warns_when_no_online_worker_serves_a_mode(tmp_path: Path) -> None:
+    """Against the real app and a migrated SQLite file: a SIM worker is online, the NPU one went quiet."""
+    settings = make_settings(tmp_path / "data")
+    upgrade(settings.resolved_database_url)
+    app = make_app(settings)
+    with app.state.sessionmaker() as session:
+        workers.heartbeat(session, "sim-1@vm", "vm", ["sim"], {"modes": ["sim"]}, None, 0)
+        old = workers.heartbeat(session, "npu-1@box", "box", ["npu"], {"modes": ["npu"]}, None, 0)
+        old.last_heartbeat = utcnow() - timedelta(hours=5)
+        secret = tokens.create(session, "reader", ["read"])[1]
+        session.commit()
+    with TestClient(app, headers={"X-API-Token": secret}) as http:
+        lines = unserved(Server(http, "http://testserver"), ["sim", "npu"])
+    app.state.engine.dispose()
+    assert lines == ["no online worker serves npu: one was last seen 5 h ago; NPU jobs wait until one comes online"]

@@ -4,7 +4,6 @@ Screenshots of every page at 1280 and 390 px go to test-artifacts/screenshots/.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import signal
@@ -16,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright import sync_api
 
 from server.migrate import upgrade
 from server.services import tokens
 from tests.web import seed as seeding
 from tests.web.conftest import make_app, make_settings
+from tests.conftest import missing_service
 from tests.web.server import serve
 
 pytestmark = pytest.mark.browser
@@ -34,8 +35,7 @@ JOB_FINISH_TIMEOUT_S = 240.0
 WORKER_STOP_S = 20.0
 
 if not Path(CHROMIUM).exists():
-    pytest.skip(f"{CHROMIUM} is missing: apt-get install -y chromium", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api")
+    missing_service(f"{CHROMIUM} is missing: apt-get install -y chromium", module_level=True)
 
 
 @pytest.fixture(scope="module")
@@ -163,8 +163,6 @@ def test_keyboard_reaches_the_filters(page: Any, live: dict[str, Any]) -> None:
 @pytest.fixture(scope="module")
 def sim_worker(live: dict[str, Any]) -> Iterator[subprocess.Popen[bytes]]:
     """A real Celery SIM worker on the app's embedded broker, talking to the served API."""
-    if importlib.util.find_spec("worker.app") is None:
-        pytest.skip("the worker package (worker/app.py) is not there yet")
     settings = live["settings"]
     env = {**os.environ, "DATA_DIR": str(live["data"]), "BROKER_URL": settings.resolved_broker_url,
            "API_URL": live["base"], "WORKER_TOKEN": live["worker_token"], "JOB_HEARTBEAT_S": "2"}
@@ -182,6 +180,7 @@ def sim_worker(live: dict[str, Any]) -> Iterator[subprocess.Popen[bytes]]:
     log.close()
 
 
+@pytest.mark.slow  # the worker compiles the example with pypto
 def test_upload_an_example_and_watch_it_finish(browser: Any, live: dict[str, Any], sim_worker: Any,
                                                tmp_path: Path) -> None:
     context = browser.new_context(viewport={"width": 1280, "height": 900})

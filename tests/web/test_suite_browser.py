@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright import sync_api
 
 from server.migrate import upgrade
 from server.services import tokens
 from tests.web import suite_seed
 from tests.web.conftest import make_app, make_settings
+from tests.conftest import missing_service
 from tests.web.server import serve
 
 pytestmark = pytest.mark.browser
@@ -25,8 +27,7 @@ SHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
 WIDTHS = (1280, 390)
 
 if not Path(CHROMIUM).exists():
-    pytest.skip(f"{CHROMIUM} is missing: apt-get install -y chromium", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api")
+    missing_service(f"{CHROMIUM} is missing: apt-get install -y chromium", module_level=True)
 
 
 @pytest.fixture(scope="module")

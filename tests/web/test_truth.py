@@ -204,3 +204,14 @@ def test_the_api_says_how_many_cases_each_mode_judged(client: TestClient, info: 
     assert items["softmax_partial"]["combined_verdict"] == "sim_garbage_graph_ok"
     detail = client.get("/api/v1/operators/wrong_maths", headers=headers).json()
     assert detail["operator"]["coverage"] == {"cases": 2, "sim": 2, "graph": 2, "npu": 0}
+
+
+def test_a_job_whose_kernel_is_wrong_did_not_fail_to_run(client: TestClient, info: dict[str, Any]) -> None:
+    status = get(client, f"/jobs/{info['fake_jobs'][0].id}").find("span", id="job-status")
+    assert status.text() == "ran · not acceptable" and "st-failed" in status.classes
+
+
+def test_the_chart_data_table_does_not_show_a_fake_pass_as_zero(client: TestClient) -> None:
+    table = get(client, "/operators/golden_fallback").find("details", cls="data").find("tbody")
+    graph = table.find("tr").find_all("td")[4]
+    assert "not written by the kernel" in graph.text() and graph.text() != "0"

@@ -14,7 +14,7 @@ import pytest
 
 from jobqueue import worker_queues
 from runtime.pypto_api import installed_version
-from server.commands import local, submit
+from server.commands import datadir, submit
 from server.commands.worker import celery_command
 from worker.config import WorkerSettings
 from tests.conftest import EXAMPLES, REPO
@@ -125,11 +125,11 @@ def test_bad_upload_suffix_is_unusable(tmp_path: Path) -> None:
 
 
 def test_tokens_file_is_private_and_read_back(tmp_path: Path) -> None:
-    path = local.write_tokens(tmp_path, {"admin": "a", "worker": "w"})
+    path = datadir.write_tokens(tmp_path, {"admin": "a", "worker": "w"})
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert local.read_tokens(tmp_path) == {"admin": "a", "worker": "w"}
+    assert datadir.read_tokens(tmp_path) == {"admin": "a", "worker": "w"}
     path.write_text("not json")
-    assert local.read_tokens(tmp_path) == {}
+    assert datadir.read_tokens(tmp_path) == {}
 
 
 def test_up_reuses_valid_tokens_and_replaces_revoked_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -150,7 +150,7 @@ def test_up_reuses_valid_tokens_and_replaces_revoked_ones(tmp_path: Path, monkey
             tokens.revoke(session, revoked.id)
         second = up.ensure_tokens(tmp_path)
         assert second["admin"] == first["admin"] and second["worker"] != first["worker"]
-        assert local.read_tokens(tmp_path) == second
+        assert datadir.read_tokens(tmp_path) == second
     finally:
         monkeypatch.delenv("DATA_DIR", raising=False)
         get_settings.cache_clear()

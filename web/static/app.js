@@ -47,7 +47,7 @@
       getJob(id).then(function (job) {
         if (FINISHED.indexOf(job.status) >= 0) { window.location.reload(); return; }
         text.textContent = describe(job).replace(/^./, function (c) { return c.toUpperCase(); }) + ". This page updates by itself.";
-        status.textContent = job.status;
+        status.textContent = job.status === "awaiting_npu" ? "awaiting an NPU worker" : job.status;  // as web/format.py words it
         status.className = "status st-" + job.status;
         var p = job.progress || {};
         if (p.total) { bar.max = p.total; bar.value = p.done || 0; }

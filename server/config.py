@@ -24,6 +24,7 @@ class Settings(BaseSettings):
     max_upload_bytes: int = 20 * 1024 * 1024
     job_heartbeat_s: float = 10.0
     stale_job_s: float = 120.0  # a running job without heartbeat this long is re-queued
+    sweep_interval_s: float = 15.0  # how often the API looks for lost jobs and messages (server/sweeper.py)
     max_attempts: int = 3
     broker_poll_s: float = 0.1
     max_ingest_bytes: int = 64 * 1024 * 1024  # one uploaded report or JUnit file (docs/ci.md)

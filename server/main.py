@@ -57,7 +57,7 @@ def create_app(settings: Settings | None = None, *, start_sweeper: bool = True) 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         check_schema(engine, settings.resolved_database_url)  # raises SchemaOutdated: refuse to start
-        sweeper = Sweeper(app.state.sessionmaker, app.state.producer, settings) if start_sweeper else None
+        sweeper = Sweeper(app.state.sessionmaker, app.state.producer, settings, settings.sweep_interval_s) if start_sweeper else None
         sender = WebhookSender(app.state.sessionmaker, settings) if start_sweeper else None
         for thread in (sweeper, sender):
             if thread:

@@ -36,6 +36,20 @@ def test_the_last_100_runs_by_date_then_a_cursor_back(app, client, hdr):
     assert [p["job_id"] for p in small["points"]] == by_day[3:10] and small["next_cursor"] == by_day[3]
 
 
+def test_jobs_without_results_are_not_runs(app, client, hdr):
+    # 40 nights with results, each followed by 3 jobs that stored nothing: more empty jobs than the
+    # first chunk of jobs looked at holds.
+    runs = []
+    for d in range(40):
+        runs += [Run(T0 + timedelta(days=d))] + [Run(T0 + timedelta(days=d, hours=h), cases={}) for h in (1, 2, 3)]
+    jobs = _seed(app, runs)
+    with_results = jobs[::4]
+    page = _get(client, hdr, limit=25)
+    assert [p["job_id"] for p in page["points"]] == with_results[15:] and page["next_cursor"] == with_results[15]
+    rest = _get(client, hdr, cursor=page["next_cursor"])
+    assert [p["job_id"] for p in rest["points"]] == with_results[:15] and rest["next_cursor"] is None
+
+
 def test_a_date_range_and_modes(app, client, hdr):
     jobs = _seed(app, [Run(T0 + timedelta(days=d), mode="npu" if d % 2 else "sim") for d in range(300)])
     body = _get(client, hdr, since=(T0 + timedelta(days=100)).isoformat(), until=(T0 + timedelta(days=110)).isoformat())

@@ -43,14 +43,19 @@ def answers_list(path: Path) -> bool:
 
 
 def takes_run_mode(path: Path) -> bool:
-    """Whether the file names a `--run_mode`/`--run-mode` option (a script without one rejects it)."""
+    """False for a file whose argparse names no `--run_mode`/`--run-mode` option: `parse_args` would reject it.
+
+    Files that read sys.argv themselves (or parse_known_args) take it, as the hicann/pypto examples do.
+    """
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, OSError):
         return True
-    names = {"--run_mode", "--run-mode"}
-    return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.split("=")[0] in names
-               for n in ast.walk(tree))
+    names = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    called = {n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+              for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    strict = "ArgumentParser" in called and "parse_known_args" not in called
+    return not strict or bool(names & {"--run_mode", "--run-mode"})
 
 
 def call(script: Path, function: str, mode: str, device: str) -> None:

@@ -176,6 +176,12 @@ def _decide_script(ev: Evidence) -> tuple[str, str, str]:
             "the script's precision check passed but lint found a golden fallback" if ev.golden_fallback
             else "the script's precision check passed but no kernel wrote any output")
     if ev.mode == "sim":
+        if passed_precision and not ev.asserts_passed and ev.graph_status == "no_compare":
+            # Only a printed marker, and graph verify had put the graph's CPU result in the outputs: the marker
+            # says nothing about SIM, and no assert we saw compared a kernel output.
+            return SIM_OUTPUT_UNWRITTEN, "not_applicable", (
+                "SIM ran the kernels; the script printed a pass marker but no assert compared a kernel output, so "
+                "there is no precision evidence (graph verify: no_compare)")
         if passed_precision:
             return SUSPECT_FAKE_PASS, "not_applicable", (
                 "the script's precision check passed in SIM, which writes no outputs on a CPU host")

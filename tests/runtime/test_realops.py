@@ -364,3 +364,36 @@ def test_test_function_arguments_by_name(tmp_path):
     assert args == {"device": "npu:0", "case": {"id": "level1", "seed": 4}, "run_mode": "sim"}
     assert testmodule.arguments(lambda case: None, "test_other", "sim", "cpu", tmp_path / "test_cases.json") == \
         {"case": {"id": "a"}}
+
+
+MARKER_ONLY = '''
+import sys
+import pypto
+import torch
+
+
+@pypto.frontend.jit
+def k(x: pypto.Tensor([], pypto.DT_FP32), out: pypto.Tensor([], pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(16, 32)
+    out[:] = x * 2.0
+
+
+if __name__ == "__main__":
+    x = torch.randn(16, 32)
+    out = torch.empty_like(x)
+    k(x, out)
+    if "npu" in sys.argv:
+        assert torch.allclose(out, x * 2.0)
+    print("[PRECISION_PASS]")  # in SIM the script compares nothing, as some real tests do
+'''
+
+
+@pytest.mark.parametrize("graph,verdict", [(True, "sim_output_unwritten"), (False, "suspect_fake_pass")])
+def test_a_pass_marker_without_any_compare_is_no_evidence_under_graph_verify(warm_sim, calculator_cache, tmp_path,
+                                                                             graph, verdict):
+    path = tmp_path / "marker_only.py"
+    path.write_text(MARKER_ONLY)
+    options = RunOptions(cache_dir=calculator_cache, graph_verify=graph, work_dir=tmp_path / "w")
+    case = run_submission(path, options, warm=warm_sim).cases[0]
+    assert case.script["markers"]["precision_pass"] == 1 and case.script["asserts_passed"] == 0
+    assert case.verdict == verdict, case.verdict_reason

@@ -82,7 +82,21 @@ def _imported_files(path: Path, roots: list[Path], used: set[Path]) -> list[Path
                 found += _resolve_under(base, node.module or "", [a.name for a in node.names])
             else:
                 found += _resolve(node.module or "", roots, used, [a.name for a in node.names])
+        elif (name := _literal_import(node)) is not None:
+            found += _resolve(name, roots, used)
     return found
+
+
+def _literal_import(node: ast.AST) -> str | None:
+    """The module of `importlib.import_module("a.b")` / `__import__("a.b")` with a literal name, else None."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    func = node.func
+    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    first = node.args[0]
+    if called not in ("import_module", "__import__") or not isinstance(first, ast.Constant):
+        return None
+    return first.value if isinstance(first.value, str) and not first.value.startswith(".") else None
 
 
 def _resolve(module: str, roots: list[Path], used: set[Path], members: list[str] | None = None) -> list[Path]:

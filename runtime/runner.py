@@ -222,7 +222,12 @@ class _CaseRunner:
             return [TestFunction(f) for f in functions if f in wanted] or [TestFunction(f) for f in wanted]
         if self.options.cases:
             return list(self.options.cases)
-        return self._discover_script_cases() or [MAIN_CASE]
+        listed = self._discover_script_cases()
+        if listed or self.list_run is not None:
+            return listed or [MAIN_CASE]
+        # `--list` exited cleanly and printed no id (it logs where we cannot read): the gym convention of
+        # `test_x.py CASE_ID` with the ids of the test_cases.json beside it, as discovery lists them.
+        return self._beside_case_ids() or [MAIN_CASE]
 
     def _discover_script_cases(self) -> list[str]:
         """Ask the script for its case ids (`--list`, the hicann/pypto examples convention).
@@ -230,10 +235,10 @@ class _CaseRunner:
         The ask is a job like any case, with the case's limits. A script that ignores `--list` runs
         whole in it (it launched a kernel, failed, or timed out): that run is then the script's one
         case, not repeated (its side effects, once). A clean exit that launched nothing and listed
-        nothing is ambiguous (another listing format?), so the script then runs once more, whole.
+        nothing: the ids of test_cases.json beside it, else the script runs once more, whole.
         """
         request, dirs = self._request(f"list-{self.sub.name}", self.options.timeout_s)
-        request.update(kind="script", script=self.sub.script, script_args=["--list", "--run_mode", self.options.mode])
+        request.update(kind="script", script=self.sub.script, script_args=["--list", *self._mode_args()])
         _script_dir_writable(request, dirs, self.sub.script)
         assert self.warm is not None
         result = self.warm.run_job(request)
@@ -401,9 +406,14 @@ class _CaseRunner:
         request, dirs = self._request(f"{self.sub.name}-{case_id}", self.options.timeout_s)
         args = [] if case_id == MAIN_CASE or function else [case_id]
         request.update(kind="module" if function else "script", function=function, script=self.sub.script,
-                       script_args=[*args, "--run_mode", self.options.mode])
+                       script_args=[*args, *self._mode_args()])
         _script_dir_writable(request, dirs, self.sub.script)
         return self._script_context(case_id, dirs), request
+
+    def _mode_args(self) -> list[str]:
+        """`--run_mode MODE` for a script that takes it; a script without the option would reject it."""
+        assert self.sub.script is not None
+        return ["--run_mode", self.options.mode] if testmodule.takes_run_mode(self.sub.root / self.sub.script) else []
 
     def _script_context(self, case_id: str, dirs: JobDirs) -> JobContext:
         return JobContext(operator=self.sub.name, case=case_id, mode=self.options.mode, dirs=dirs,

@@ -42,6 +42,17 @@ def answers_list(path: Path) -> bool:
     return any(isinstance(n, ast.Constant) and n.value == "--list" for n in ast.walk(tree))
 
 
+def takes_run_mode(path: Path) -> bool:
+    """Whether the file names a `--run_mode`/`--run-mode` option (a script without one rejects it)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError, OSError):
+        return True
+    names = {"--run_mode", "--run-mode"}
+    return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.split("=")[0] in names
+               for n in ast.walk(tree))
+
+
 def call(script: Path, function: str, mode: str, device: str) -> None:
     """Import `script` and call `function`; raises what it raises, TestFailed when it returns False."""
     spec = importlib.util.spec_from_file_location(script.stem, script)

@@ -84,6 +84,18 @@ def test_a_test_file_in_a_checkout_takes_what_it_imports_and_nothing_else():
     ]
 
 
+SCALE_SHIFT = GYM / "tests/ops/vector/ScaleShift/test_scale_shift.py"
+
+
+def test_a_literal_import_module_is_followed_and_a_script_without_run_mode_is_not_given_one():
+    sub = submission.load(SCALE_SHIFT, Path("/nonexistent"))
+    assert "src/pypto_gym/ops/pypto_tile/vector/scale_shift/scale_shift_impl.py" in sub.files
+    assert "tests/ops/vector/ScaleShift/scale_shift_golden.py" in sub.files
+    from runtime import testmodule
+
+    assert not testmodule.takes_run_mode(SCALE_SHIFT) and testmodule.takes_run_mode(AXPY)
+
+
 def test_npu_first_script_runs_unchanged_and_its_asserts_judge_the_graph(warm_sim, calculator_cache, tmp_path):
     report = run_submission(AXPY, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path), warm=warm_sim)
     assert [c.case for c in report.cases] == ["axpy_small", "axpy_wide"]  # ids from the gym-style --list

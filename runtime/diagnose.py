@@ -218,7 +218,9 @@ def diagnose(
         if found is not None:
             hits.append((rule, *found))
     specific = [h for h in hits if not h[0].noise and not h[0].fallback]
-    chosen = specific or [h for h in hits if h[0].fallback]
+    # An exit-code fallback explains an exit "without a recognised error": a Python exception is one.
+    fallback = [h for h in hits if h[0].fallback and not (h[1] == "exit" and texts["exception"].strip())]
+    chosen = specific or fallback
     chosen = sorted(chosen, key=_rank) + sorted((h for h in hits if h[0].noise), key=_rank)
     file, line = _locate(texts)
     note = version_note(pypto_version)

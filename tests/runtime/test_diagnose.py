@@ -326,3 +326,11 @@ def test_fixture_kernels_reproduce_their_rule(tmp_path):
         results = list(pool.map(lambda n: run_fixture(n, tmp_path), names))
     wrong = [(name, rules) for name, rules, _ in results if not rules or rules[0] != MANIFEST[name]["rule"]]
     assert wrong == []
+
+
+def test_an_exit_code_fallback_is_not_offered_when_a_python_exception_ended_the_process():
+    exited = diagnose(stage="sim", mode="sim", exit_info="exit code 1")
+    assert [d.rule for d in exited] == ["process-exit-nonzero"]
+    raised = diagnose(stage="sim", mode="sim", exit_info="exit code 1",
+                      exception="AssertionError: Not equal to tolerance rtol=0.001, atol=0.001")
+    assert "process-exit-nonzero" not in [d.rule for d in raised]

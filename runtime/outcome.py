@@ -1,6 +1,7 @@
 """Turn one job's raw report (events, exit status, files) into a CaseResult with a verdict."""
 from __future__ import annotations
 
+import os
 import re
 import signal
 from dataclasses import dataclass
@@ -206,6 +207,7 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         printed = _last_exception(stderr + "\n" + stdout)
         error = ErrorInfo(type=printed[0], message=printed[1]) if printed else \
             ErrorInfo(type="ProcessExit", message=exit_info or "the script failed without an exception")
+        error.file, error.line = _parser_location(stdout + "\n" + stderr, str(ctx.dirs.src))
     result_ev = next((e for e in events if e.get("event") == "result"), None)
     checked = corroborate.check(ctx.is_script, events, found, result_ev)
     metrics = checked.metrics
@@ -378,4 +380,16 @@ def _last_exception(text: str) -> tuple[str, str] | None:
         return None
     kind, message = found[-1]
     return kind.rsplit(".", 1)[-1], message.strip()
+
+
+_PARSER_ERROR = re.compile(r"^ERROR (\S+\.py):(\d+):\d+:", re.M)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _parser_location(text: str, src_dir: str) -> tuple[str, int]:
+    """The kernel line pypto's jit parser printed its error at (`ERROR path:line:col: ...`), inside the job's files."""
+    found = [m for m in _PARSER_ERROR.finditer(_ANSI.sub("", text)) if m[1].startswith(src_dir.rstrip("/") + "/")]
+    if not found:
+        return "", 0
+    return os.path.relpath(found[-1][1], src_dir), int(found[-1][2])
 

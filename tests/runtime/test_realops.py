@@ -434,3 +434,13 @@ def test_a_script_that_catches_and_prints_its_exception_names_it_as_the_error(wa
     case = run_submission(path, RunOptions(graph_verify=False, work_dir=tmp_path / "w"), warm=warm_sim).cases[0]
     assert case.verdict == "structural_error" and case.script["exit_code"] == 1, case.verdict_reason
     assert (case.error.type, case.error.message) == ("ValueError", "level0 could not be checked")
+
+
+def test_a_caught_parser_error_on_a_call_of_another_pypto_is_version_skew(warm_sim, tmp_path):
+    path = tmp_path / "caught_skew.py"
+    path.write_text(CAUGHT.replace("    pypto.set_vec_tile_shapes(16, 32)\n",
+                                   "    pypto.set_vec_tile_shapes(16, 32)\n"
+                                   "    pypto.set_pass_options(vec_nbuffer_setting={'DEFAULT': 2})\n"))
+    case = run_submission(path, RunOptions(graph_verify=False, work_dir=tmp_path / "w"), warm=warm_sim).cases[0]
+    assert case.error.file == "caught_skew.py" and case.error.line == 11, case.error
+    assert case.verdict == "version_skew", case.verdict_reason

@@ -202,6 +202,10 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
                           traceback=str(source.get("traceback", "")))
     elif exit_info:
         error = ErrorInfo(type="ResourceLimit" if limit_reason else "ProcessExit", message=exit_info)
+    if error and not error.type and not error.message:  # a script caught its exception and printed the traceback
+        printed = _last_exception(stderr + "\n" + stdout)
+        error = ErrorInfo(type=printed[0], message=printed[1]) if printed else \
+            ErrorInfo(type="ProcessExit", message=exit_info or "the script failed without an exception")
     result_ev = next((e for e in events if e.get("event") == "result"), None)
     checked = corroborate.check(ctx.is_script, events, found, result_ev)
     metrics = checked.metrics
@@ -362,3 +366,16 @@ def _worst_assert(asserts: list[dict[str, Any]]) -> dict[str, Any] | None:
     if not usable:
         return None
     return max(usable, key=lambda m: (m.get("max_abs_diff") is None, m.get("max_abs_diff") or 0.0))
+
+
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit)): (.+)$", re.M)
+
+
+def _last_exception(text: str) -> tuple[str, str] | None:
+    """(type, message) of the last `SomeError: message` line a traceback printed, else None."""
+    found = _EXCEPTION_LINE.findall(text)
+    if not found:
+        return None
+    kind, message = found[-1]
+    return kind.rsplit(".", 1)[-1], message.strip()
+

@@ -397,3 +397,40 @@ def test_a_pass_marker_without_any_compare_is_no_evidence_under_graph_verify(war
     case = run_submission(path, options, warm=warm_sim).cases[0]
     assert case.script["markers"]["precision_pass"] == 1 and case.script["asserts_passed"] == 0
     assert case.verdict == verdict, case.verdict_reason
+
+
+CAUGHT = '''
+import sys
+import traceback
+import pypto
+import torch
+
+
+@pypto.frontend.jit
+def k(x: pypto.Tensor([], pypto.DT_FP32), out: pypto.Tensor([], pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(16, 32)
+    out[:] = x * 2.0
+
+
+def main():
+    try:
+        x = torch.randn(16, 32)
+        k(x, torch.empty_like(x))
+        raise ValueError("level0 could not be checked")
+    except Exception:
+        traceback.print_exc()  # real tests catch, print and return 1
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+def test_a_script_that_catches_and_prints_its_exception_names_it_as_the_error(warm_sim, tmp_path):
+    path = tmp_path / "caught.py"
+    path.write_text(CAUGHT)
+    case = run_submission(path, RunOptions(graph_verify=False, work_dir=tmp_path / "w"), warm=warm_sim).cases[0]
+    assert case.verdict == "structural_error" and case.script["exit_code"] == 1, case.verdict_reason
+    assert (case.error.type, case.error.message) == ("ValueError", "level0 could not be checked")

@@ -46,7 +46,8 @@ def int64_params(request: Request) -> None:
         if raw is None:
             continue
         text = str(raw).strip()
-        if text.lstrip("+-").isdigit():
+        digits = text.lstrip("+-")
+        if digits.isascii() and digits.isdigit():  # not '²': isdigit() admits digits int() refuses
             value = int(text)
             if not INT64_MIN <= value <= INT64_MAX:
                 raise InvalidInput(f"{where}.{name}: {text[:40]} is outside the 64-bit integer range")

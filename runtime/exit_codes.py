@@ -5,7 +5,7 @@
 | 0    | acceptable: every case got an acceptable verdict for its mode |
 | 1    | kernel defect: at least one case shows the kernel is wrong (or the submission never ran one) |
 | 2    | unusable input: the submission (or its golden) cannot be judged, or the server refused it, or it was written for another pypto than the one that ran it (version_skew: no fault of the kernel, and a retry will not help) |
-| 3    | infrastructure: our side failed, or no online worker/host can run the mode; nothing is known about the kernel |
+| 3    | infrastructure: our side failed, no online worker/host can run the mode, or a case hit the job's memory, process or disk limit (resource_limit: raise it with the flag its reason names); nothing is known about the kernel |
 
 When cases disagree, a kernel defect wins (it is a fact about the kernel), then unusable input,
 then infrastructure.
@@ -32,6 +32,8 @@ def of_case(verdict: str, mode: str, stage: str = "") -> int:
     if verdict == verdicts.VERSION_SKEW:  # judged on the wrong pypto: nothing known about the kernel (docs/versions.md)
         return UNUSABLE
     if verdict == verdicts.NOT_RUN and stage == "device":
+        return INFRA
+    if verdict == verdicts.RESOURCE_LIMIT:  # our limit stopped it: nothing known about its maths
         return INFRA
     return KERNEL_DEFECT
 

@@ -19,6 +19,7 @@ from runtime import exit_codes as ec
     ("not_run", "npu", "device", ec.INFRA),  # the card could not be set up: ours
     ("pass", "sim", "compare", ec.KERNEL_DEFECT),  # a SIM "pass" is not acceptable for SIM
     ("version_skew", "sim", "sim", ec.UNUSABLE),  # written for another pypto: not the kernel's defect
+    ("resource_limit", "sim", "sim", ec.INFRA),  # our limit stopped it: raise it, nothing known of the kernel
 ])
 def test_each_case_gets_its_code(verdict: str, mode: str, stage: str, code: int) -> None:
     assert ec.of_case(verdict, mode, stage) == code

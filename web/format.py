@@ -185,7 +185,7 @@ def label(verdict: str | None) -> str:
     words = {"sim_garbage_npu_ok": "SIM garbage · NPU ok", "sim_garbage_graph_ok": "SIM garbage · graph ok",
              "sim_only_error": "SIM-only error", "npu_only_fail": "NPU-only fail",
              "sim_output_unwritten": "SIM output unwritten", "graph_fail": "graph fail",
-             "version_skew": "written for another pypto"}
+             "version_skew": "written for another pypto", "resource_limit": "stopped at a limit"}
     return words.get(verdict, verdict.replace("_", " "))
 
 

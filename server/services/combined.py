@@ -10,6 +10,7 @@ graph_fail) and the latest NPU case verdict; either may be missing.
 | structural_error      | the kernel fails to compile/run in SIM (no NPU result, or it fails on the NPU too) |
 | sim_only_error        | SIM fails structurally but the NPU runs it within tolerance |
 | npu_only_fail         | SIM runs it, the NPU fails to compile/run it |
+| resource_limit        | a mode was stopped at the job's memory, process or disk limit before it could be judged; not a kernel defect, raise the limit |
 | version_skew          | written for another pypto: a mode's pypto lacks what the kernel uses (docs/versions.md §1), and no mode passed; not a kernel defect |
 | sim_garbage_npu_ok    | THE FLAG: SIM output unwritten or garbage, NPU within tolerance: not a kernel defect |
 | sim_garbage_graph_ok  | no NPU result yet; SIM garbage, but graph verify matched the golden |
@@ -28,8 +29,10 @@ NPU_ONLY_FAIL = "npu_only_fail"
 SUSPECT_FAKE_PASS = "suspect_fake_pass"
 AWAITING_NPU = "awaiting_npu"
 VERSION_SKEW = "version_skew"
+RESOURCE_LIMIT = "resource_limit"
 
-COMBINED = (KERNEL_DEFECT, SUSPECT_FAKE_PASS, STRUCTURAL_ERROR, NPU_ONLY_FAIL, SIM_ONLY_ERROR, VERSION_SKEW,
+COMBINED = (KERNEL_DEFECT, SUSPECT_FAKE_PASS, STRUCTURAL_ERROR, NPU_ONLY_FAIL, SIM_ONLY_ERROR, RESOURCE_LIMIT,
+            VERSION_SKEW,
             SIM_GARBAGE_NPU_OK, SIM_GARBAGE_GRAPH_OK, AWAITING_NPU, PASS)
 # Worst first: an operator's verdict is its worst case's.
 SEVERITY = {name: i for i, name in enumerate(COMBINED)}
@@ -53,6 +56,9 @@ def combine(sim: str | None, npu: str | None) -> tuple[str, str]:
     if VERSION_SKEW in (sim, npu) and npu != "pass":
         modes = " and ".join(m for m, v in (("SIM", sim), ("NPU", npu)) if v == VERSION_SKEW)
         return VERSION_SKEW, f"{modes}: written for another pypto than the one that ran it"
+    if (sim == RESOURCE_LIMIT and npu in (None, RESOURCE_LIMIT)) or (npu == RESOURCE_LIMIT and sim not in _SIM_BROKEN):
+        modes = " and ".join(m for m, v in (("SIM", sim), ("NPU", npu)) if v == RESOURCE_LIMIT)
+        return RESOURCE_LIMIT, f"{modes}: stopped at the job's resource limit before it could be judged; raise it"
     if npu is None:
         if sim is None:
             return AWAITING_NPU, "no result yet"
@@ -82,8 +88,8 @@ def combine(sim: str | None, npu: str | None) -> tuple[str, str]:
 
 # An operator's verdict over ALL its cases: defects worst first, then the weakest evidence, so
 # that one case checked on an NPU never makes the operator read "NPU ok" (or "pass").
-CLAIM_ORDER = (KERNEL_DEFECT, SUSPECT_FAKE_PASS, STRUCTURAL_ERROR, NPU_ONLY_FAIL, SIM_ONLY_ERROR,
-               AWAITING_NPU, SIM_GARBAGE_GRAPH_OK, SIM_GARBAGE_NPU_OK, PASS)
+CLAIM_ORDER = (KERNEL_DEFECT, SUSPECT_FAKE_PASS, STRUCTURAL_ERROR, NPU_ONLY_FAIL, SIM_ONLY_ERROR, RESOURCE_LIMIT,
+               VERSION_SKEW, AWAITING_NPU, SIM_GARBAGE_GRAPH_OK, SIM_GARBAGE_NPU_OK, PASS)
 _CLAIM = {name: i for i, name in enumerate(CLAIM_ORDER)}
 
 

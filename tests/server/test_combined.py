@@ -8,31 +8,33 @@ from __future__ import annotations
 import pytest
 
 from runtime.verdicts import VERDICTS
-from server.services.combined import COMBINED, combine
+from server.services.combined import COMBINED, combine, worst
 
 NPU = (None, "pass", "precision_fail", "structural_error", "crash", "timeout", "resource_limit", "not_run",
        "suspect_fake_pass", "version_skew")
 
 # Abbreviations, so each row fits on a line and reads as a table.
-AW, PASS, KD, SE, SOE, NOF, SGN, SGG, SFP, VS = ("awaiting_npu", "pass", "kernel_defect", "structural_error",
-                                                 "sim_only_error", "npu_only_fail", "sim_garbage_npu_ok",
-                                                 "sim_garbage_graph_ok", "suspect_fake_pass", "version_skew")
+AW, PASS, KD, SE, SOE, NOF, SGN, SGG, SFP, VS, RL = ("awaiting_npu", "pass", "kernel_defect", "structural_error",
+                                                     "sim_only_error", "npu_only_fail", "sim_garbage_npu_ok",
+                                                     "sim_garbage_graph_ok", "suspect_fake_pass", "version_skew",
+                                                     "resource_limit")
 
 EXPECTED: dict[str | None, tuple[str, ...]] = {
     #                       NPU: None  pass  prec_fail  struct  crash  timeout  limit  not_run   fake_pass skew
-    None:                       (AW,   PASS, KD,        SE,     SE,    SE,      SE,    SE,       SFP,      VS),
-    "pass":                     (AW,   PASS, KD,        NOF,    NOF,   NOF,     NOF,   NOF,      SFP,      VS),
+    None:                       (AW,   PASS, KD,        SE,     SE,    SE,      RL,    SE,       SFP,      VS),
+    "pass":                     (AW,   PASS, KD,        NOF,    NOF,   NOF,     RL,    NOF,      SFP,      VS),
     # SIM wrote a wrong output but the NPU is within tolerance: SIM does not agree, so not a
     # plain pass; SIM's numbers are garbage and the hardware is fine (the flag).
-    "precision_fail":           (AW,   SGN,  KD,        NOF,    NOF,   NOF,     NOF,   NOF,      SFP,      VS),
+    "precision_fail":           (AW,   SGN,  KD,        NOF,    NOF,   NOF,     RL,    NOF,      SFP,      VS),
     "structural_error":         (SE,   SOE,  KD,        SE,     SE,    SE,      SE,    SE,       SFP,      VS),
     "crash":                    (SE,   SOE,  KD,        SE,     SE,    SE,      SE,    SE,       SFP,      VS),
     "timeout":                  (SE,   SOE,  KD,        SE,     SE,    SE,      SE,    SE,       SFP,      VS),
-    "resource_limit":           (SE,   SOE,  KD,        SE,     SE,    SE,      SE,    SE,       SFP,      VS),
+    # Stopped at our limit before it could be judged: not a defect, unless the other mode measured one.
+    "resource_limit":           (RL,   SOE,  KD,        SE,     SE,    SE,      RL,    SE,       SFP,      VS),
     "not_run":                  (SE,   SOE,  KD,        SE,     SE,    SE,      SE,    SE,       SFP,      VS),
     "suspect_fake_pass":        (SFP,  SFP,  SFP,       SFP,    SFP,   SFP,     SFP,   SFP,      SFP,      SFP),
-    "sim_output_unwritten":     (AW,   SGN,  KD,        NOF,    NOF,   NOF,     NOF,   NOF,      SFP,      VS),
-    "sim_garbage_graph_ok":     (SGG,  SGN,  KD,        NOF,    NOF,   NOF,     NOF,   NOF,      SFP,      VS),
+    "sim_output_unwritten":     (AW,   SGN,  KD,        NOF,    NOF,   NOF,     RL,    NOF,      SFP,      VS),
+    "sim_garbage_graph_ok":     (SGG,  SGN,  KD,        NOF,    NOF,   NOF,     RL,    NOF,      SFP,      VS),
     # Graph verify computed a wrong result: a kernel defect whatever the NPU says, unless a mode
     # says the result cannot have come from the kernel at all.
     "graph_fail":               (KD,   KD,   KD,        KD,     KD,    KD,      KD,    KD,       SFP,      KD),
@@ -42,6 +44,14 @@ EXPECTED: dict[str | None, tuple[str, ...]] = {
 }
 
 CASES = [(sim, npu, EXPECTED[sim][i]) for sim in EXPECTED for i, npu in enumerate(NPU)]
+
+
+def test_an_operator_reads_as_its_worst_case() -> None:
+    # A defect outranks everything; a case stopped at a limit or written for another pypto outranks
+    # any claim of evidence, so an operator never reads better than its weakest case.
+    assert worst(["version_skew", "kernel_defect", "pass"]) == "kernel_defect"
+    assert worst(["sim_garbage_graph_ok", "resource_limit"]) == "resource_limit"
+    assert worst(["pass", "version_skew"]) == "version_skew"
 
 
 def test_the_table_covers_every_sim_verdict() -> None:

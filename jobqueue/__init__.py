@@ -7,6 +7,7 @@ Imports nothing of ours but the runtime's modes (.importlinter).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from runtime.modes import MODES
 from runtime.pypto_api import REFERENCE_PYPTO
@@ -37,6 +38,27 @@ def configure_sqlite_transport(broker_url: str, poll_s: float) -> None:
         from kombu.transport import sqlalchemy as sqla_transport
 
         sqla_transport.Transport.polling_interval = poll_s
+        _tolerate_concurrent_queue_creation(sqla_transport.Channel)
+
+
+def _tolerate_concurrent_queue_creation(channel: Any) -> None:
+    """Workers starting together race to create the same queue row; kombu's lock is per process, so
+    the loser's UNIQUE violation killed its start-up. It re-reads the winner's row (docs/platform.md §1)."""
+    original = channel._get_or_create
+    if getattr(original, "tolerates_races", False):
+        return
+
+    def get_or_create(self: Any, queue: str) -> Any:
+        from sqlalchemy.exc import IntegrityError
+
+        try:
+            return original(self, queue)
+        except IntegrityError:
+            self.session.rollback()
+            return self.session.query(self.queue_cls).filter(self.queue_cls.name == queue).one()
+
+    get_or_create.tolerates_races = True  # type: ignore[attr-defined]
+    channel._get_or_create = get_or_create
 
 
 def queue_name(mode: str, pypto: str | None = None) -> str:

@@ -157,18 +157,7 @@ def package_submission(root: Path, folder: str, files: list[str], impl: str, gol
                        sys_path: list[str]) -> Submission:
     """A gym test folder (test_cases.json, golden) driving the wrapper of a kernel elsewhere in the checkout."""
     case_file = load_case_file(root / folder / CASE_FILE, default_name=Path(folder).name)
-    return Submission(
-        kind="package",
-        name=case_file.op_name,
-        root=root,
-        sha256=_digest(root, files),
-        files=files,
-        case_file=case_file,
-        impl=_resolve_entry(root, [impl], case_file.impl, "_impl.py", f"{case_file.op_name}_wrapper", "_wrapper"),
-        golden=_resolve_entry(root, [golden], case_file.golden, "_golden.py", f"{case_file.op_name}_golden",
-                              "_golden"),
-        sys_path=sys_path,
-    )
+    return _package(root, files, case_file, [impl], [golden], sys_path)
 
 
 def script_files(root: Path, script: Path) -> list[str]:
@@ -188,17 +177,23 @@ def _load_package(root: Path, fallback_name: str) -> Submission:
         raise SubmissionError(f"{root.name}: missing {CASE_FILE} (an operator package needs it)")
     files = _list_files(root)
     case_file = load_case_file(root / CASE_FILE, default_name=fallback_name)
-    impl = _resolve_entry(root, files, case_file.impl, "_impl.py", f"{case_file.op_name}_wrapper", "_wrapper")
-    golden = _resolve_entry(root, files, case_file.golden, "_golden.py", f"{case_file.op_name}_golden", "_golden")
+    return _package(root, files, case_file, files, files)
+
+
+def _package(root: Path, files: list[str], case_file: CaseFile, impl_files: list[str], golden_files: list[str],
+             sys_path: list[str] | None = None) -> Submission:
+    """A package submission: its wrapper and golden found among the given files (or named in test_cases.json)."""
+    name = case_file.op_name
     return Submission(
         kind="package",
-        name=case_file.op_name,
+        name=name,
         root=root,
         sha256=_digest(root, files),
         files=files,
         case_file=case_file,
-        impl=impl,
-        golden=golden,
+        impl=_resolve_entry(root, impl_files, case_file.impl, "_impl.py", f"{name}_wrapper", "_wrapper"),
+        golden=_resolve_entry(root, golden_files, case_file.golden, "_golden.py", f"{name}_golden", "_golden"),
+        sys_path=sys_path or [],
     )
 
 

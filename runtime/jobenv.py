@@ -61,6 +61,7 @@ class JobDirs:
     def create(self) -> "JobDirs":
         for d in (self.root, self.src, *self.writable()):
             d.mkdir(parents=True, exist_ok=True)
+            d.chmod(0o755)  # whatever the worker's umask: the job's uid must reach its dirs
         return self
 
 

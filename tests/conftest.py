@@ -19,6 +19,17 @@ def missing_service(reason: str, module_level: bool = False) -> NoReturn:
     pytest.skip(reason, allow_module_level=module_level)
 
 
+@pytest.fixture(autouse=True)
+def _umask_is_restored():
+    """A test that changes the process umask must put it back: later tests (and the warm parents
+    they start) would otherwise run under it, as one did under 077 (tests/runtime/test_worker_umask.py)."""
+    before = os.umask(0o022)
+    os.umask(before)
+    yield
+    after = os.umask(before)
+    assert after == before, f"this test left the process umask at {after:03o} (it was {before:03o})"
+
+
 @pytest.fixture(scope="session")
 def calculator_cache() -> Path:
     """The calculator, built once per machine (about a minute) into the user cache."""

@@ -142,6 +142,7 @@ def _redirect_output(request: dict[str, Any]) -> None:
     # Files, not pipes: a pipe held open by an escaped grandchild can hang the harness.
     for fd, key in ((1, "stdout_path"), (2, "stderr_path")):
         target = os.open(request[key], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.fchmod(target, 0o644)  # not the worker's umask: the harness reads it back as the job's uid
         os.dup2(target, fd)
         os.close(target)
     stdin = os.open(os.devnull, os.O_RDONLY)

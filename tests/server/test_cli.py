@@ -1,6 +1,7 @@
 """`crosscheck db`, `crosscheck token` and `crosscheck api` against a real SQLite file."""
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -27,7 +28,10 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> Iterator[Cal
         out = capsys.readouterr()
         return code, out.out, out.err
 
+    umask = os.umask(0o022)
+    os.umask(umask)
     yield run
+    os.umask(umask)  # `crosscheck api` sets the service's private umask for its process
     db.reset_caches()
     get_settings.cache_clear()
 

@@ -16,6 +16,7 @@ from runtime import cli_help, exit_codes
 from runtime.calculator import default_cache_dir
 from runtime.errors import HostError, SubmissionError
 from runtime.modes import MODES
+from runtime.pypto_api import version_argument
 
 EXIT_CODES_HELP = ("exit codes: 0 acceptable, 1 kernel defect, 2 unusable input, "
                    "3 infrastructure or no capable host/worker")
@@ -61,19 +62,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verify-passes", action="store_true", help="also check every lowered pass (slow)")
     p.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
                    help="graph-verify calculator cache (default: $CROSSCHECK_CACHE_DIR, else ~/.cache/pto-crosscheck)")
-    p.add_argument("--pypto", type=_pypto_version, default=None, metavar="VERSION",
+    p.add_argument("--pypto", type=version_argument, default=None, metavar="VERSION",
                    help="the pypto version the kernel was written for; refused unless this host has it")
     p.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 4), metavar="N",
                    help="cases run at once, each in its own sandboxed fork (default: CPUs, at most 4)")
-
-
-def _pypto_version(text: str) -> str:
-    from runtime.pypto_api import check_version
-
-    try:
-        return check_version(text, "--pypto")
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_calculator_arguments(p: argparse.ArgumentParser) -> None:

@@ -76,9 +76,16 @@ _COLUMNS = ("case", "verdict", "structure", "stage", "launches", "written", "max
 
 
 def _rows(report: Report) -> list[list[str]]:
-    return [[case.case, case.verdict, case.structural, case.stage, str(case.kernel_launches), _written_text(case),
+    return [[case.case, case.verdict, _structure_text(case), case.stage, str(case.kernel_launches), _written_text(case),
              _diff_text(case, report.mode), _graph_text(case), _aicore_text(case), f"{case.duration_s:.2f}"]
             for case in report.cases]
+
+
+def _structure_text(case: CaseResult) -> str:
+    """The job's structural status, unless the verdict shows the kernel never ran (a fake pass)."""
+    if case.structural == "ok" and case.verdict == verdicts.SUSPECT_FAKE_PASS:
+        return "unproven"
+    return case.structural
 
 
 def _table_width(rows: list[list[str]]) -> int:
@@ -105,7 +112,7 @@ def _print_stacked(report: Report, console: Console) -> None:
         evidence = [f"graph {graph}"] if graph != "-" else []
         evidence += [f"max |diff| {_diff_text(case, report.mode)}", f"AICore µs {_aicore_text(case)}"]
         _print_indented(console, " · ".join(evidence), 2)
-        _print_indented(console, f"structure {case.structural} · stage {case.stage or '-'} · "
+        _print_indented(console, f"structure {_structure_text(case)} · stage {case.stage or '-'} · "
                                  f"{case.kernel_launches} launch(es) · written {_written_text(case)}", 2)
         if len(case.outputs) > 1:
             _print_indented(console, "outputs: " + " · ".join(_output_text(o) for o in case.outputs), 2)

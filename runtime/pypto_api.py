@@ -37,6 +37,16 @@ def check_version(text: str, where: str) -> str:
     return value
 
 
+def version_argument(text: str) -> str:
+    """argparse `type=` for a --pypto VERSION option: the version, or the parser's own error."""
+    import argparse
+
+    try:
+        return check_version(text, "--pypto")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 @dataclass(frozen=True)
 class PyptoApi:
     """Public names per pypto module and class, and the signatures of pypto's Python functions."""

@@ -29,8 +29,9 @@ from runtime.sandbox import Limits
 from runtime.warm import WarmParent
 
 DEFAULT_TIMEOUT_S = 300.0
-LIST_OUTPUT_BYTES = 1024 * 1024  # the tail of a `--list` run's stdout searched for case ids
-SCRIPT_CASE_ID = re.compile(r"^\s*(?:ID:\s*)(\S+)\s*$", re.MULTILINE)
+LIST_OUTPUT_BYTES = 1024 * 1024  # the tail of a `--list` run's stdout (and stderr) searched for case ids
+# `ID: x`, also behind logging's default `LEVEL:logger:` prefix (pypto configures the root logger at import).
+SCRIPT_CASE_ID = re.compile(r"^(?:[A-Z]+:[\w.]*:)?\s*(?:ID:\s*)(\S+)\s*$", re.MULTILINE)
 MAIN_CASE = "main"
 STANDIN_NOTE = "stand-in: PTO Crosscheck's CPU torch_npu for SIM (docs/realops.md §2)"
 
@@ -249,7 +250,9 @@ class _CaseRunner:
             self.list_run = (self._script_context(MAIN_CASE, dirs), result)
             return []
         folder = (result.get("evidence") or {}).get("dir")
-        text = JobFiles(folder).text_tail("stdout.txt", LIST_OUTPUT_BYTES) if folder else ""
+        # `logging.basicConfig` writes to stderr: a listing logged with `LOGGER.info("ID: %s", ...)` is there.
+        text = "\n".join(JobFiles(folder).text_tail(name, LIST_OUTPUT_BYTES)
+                          for name in ("stdout.txt", "stderr.txt")) if folder else ""
         ids = SCRIPT_CASE_ID.findall(text) or [i for i in self._beside_case_ids() if _listed(i, text)]
         return list(dict.fromkeys(ids))
 

@@ -19,7 +19,9 @@ from rich.markup import escape
 from rich.padding import Padding
 
 from runtime.modes import MODES
+from runtime.pypto_api import version_argument
 from server.commands.api_client import Api, Forbidden, Refused, Unreachable
+from server.commands.submit import NO_WORKER_FOR_VERSION
 
 EXIT_OK, EXIT_FAIL, EXIT_UNUSABLE, EXIT_INFRA = 0, 1, 2, 3
 DEFAULT_SERVER = "http://127.0.0.1:8000"
@@ -54,6 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--fail-on", choices=FAIL_ON, default="regression",
                    help="exit 1 on: a regression against the previous run of the branch (default), any case "
                         "not acceptable for its mode, or never")
+    p.add_argument("--pypto", type=version_argument, default=None, metavar="VERSION",
+                   help="the pypto version the kernels were written for: only workers with it run the jobs")
     p.add_argument("--no-reuse", action="store_true", help="run every operator, even unchanged ones")
     p.add_argument("--wait-timeout", "--timeout", dest="timeout", type=float, default=None, metavar="S",
                    help="give up waiting after S seconds (exit 3)")
@@ -124,7 +128,7 @@ def _run(args: argparse.Namespace, err: Console) -> int:
         err.print(f"suite run [bold]{suite_run['id']}[/] of {escape(args.suite)}: {len(runnable)} operator(s), "
                   f"{'/'.join(m.upper() for m in modes)}  {suite_run['url']}")
         _warn_without_workers(api, modes, err)
-        sub = _submit_all(api, args.checkout, suite_run["id"], runnable, modes, err)
+        sub = _submit_all(api, args.checkout, suite_run["id"], runnable, modes, err, args.pypto)
         broken += sub.broken
         if sub.jobs == 0 and sub.reused == 0:
             raise Unusable("the server refused every operator; nothing ran")
@@ -155,24 +159,29 @@ def _warn_without_workers(api: Api, modes: list[str], err: Console) -> None:
                       "until one starts (reused results need none)")
 
 
-def _submit_one(api: Api, checkout: Path, run_id: int, op: Any, modes: list[str]) -> dict[str, Any] | str:
+def _submit_one(api: Api, checkout: Path, run_id: int, op: Any, modes: list[str],
+                pypto: str | None) -> dict[str, Any] | str:
     """The server's answer, or why the operator was not submitted."""
     from runtime.discover import pack
     from runtime.errors import SubmissionError
 
     try:
         data = pack(checkout, op)
-        return dict(api.json("POST", f"/suite-runs/{run_id}/submissions", data={"operator": op.name, "modes": modes},
+        return dict(api.json("POST", f"/suite-runs/{run_id}/submissions", data={"operator": op.name, "modes": modes,
+                                                                       **({"pypto": pypto} if pypto else {})},
                              files={"file": (f"{op.name}.zip", data)}))
     except SubmissionError as exc:
         return f"not submitted: {exc}"
     except Forbidden:
         raise
     except Refused as exc:
+        if NO_WORKER_FOR_VERSION in str(exc):  # nothing of the checkout can run: infrastructure, exit 3
+            raise Unreachable(str(exc)) from None
         return f"refused: {exc}"
 
 
-def _submit_all(api: Api, checkout: Path, run_id: int, ops: list[Any], modes: list[str], err: Console) -> Submitted:
+def _submit_all(api: Api, checkout: Path, run_id: int, ops: list[Any], modes: list[str], err: Console,
+                pypto: str | None = None) -> Submitted:
     """Upload the operators a few at a time (the server checks and links each one), reporting in order."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -180,7 +189,7 @@ def _submit_all(api: Api, checkout: Path, run_id: int, ops: list[Any], modes: li
 
     out = Submitted()
     with ThreadPoolExecutor(max_workers=SUBMIT_AT_ONCE) as pool:
-        answers = pool.map(lambda op: _submit_one(api, checkout, run_id, op, modes), ops)
+        answers = pool.map(lambda op: _submit_one(api, checkout, run_id, op, modes, pypto), ops)
         for op, accepted in zip(ops, answers, strict=True):
             if isinstance(accepted, str):
                 out.broken.append(Broken(op.name, accepted))

@@ -22,6 +22,7 @@ from rich.markup import escape
 
 from runtime import archive, exit_codes
 from runtime.modes import MODES
+from runtime.pypto_api import version_argument
 from server.commands import datadir
 
 DEFAULT_SERVER = "http://127.0.0.1:8000"
@@ -64,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--branch", default=None, metavar="NAME", help="label: the branch the kernel comes from")
     p.add_argument("--commit", default=None, metavar="SHA", help="label: the commit the kernel comes from")
     p.add_argument("--author", default=None, metavar="NAME", help="label: who wrote the kernel")
-    p.add_argument("--pypto", default=None, metavar="VERSION",
+    p.add_argument("--pypto", type=version_argument, default=None, metavar="VERSION",
                    help="the pypto version the kernel was written for: only workers with it run the jobs")
     p.add_argument("--wait", action="store_true", help="wait for the jobs and print their reports")
     p.add_argument("--wait-timeout", "--timeout", dest="wait_timeout", type=float, default=None, metavar="S",

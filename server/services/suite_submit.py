@@ -19,7 +19,7 @@ from server.config import Settings
 from server.errors import Conflict, InvalidInput
 from server.models import Job, Suite, SuiteRun, SuiteRunResult
 from server.models.suite_run import FINISHED
-from server.services import flaky, reuse, submissions, suite_runs
+from server.services import flaky, pypto_route, reuse, submissions, suite_runs
 
 
 @dataclass
@@ -86,7 +86,7 @@ def submit_operator(session: Session, store: BlobStore, settings: Settings, run:
     assert suite is not None
     out = OperatorSubmitted(operator, None, cases=cases)
     found_by_mode, to_run = {}, []
-    version = checked.case_file.requires_pypto if checked.case_file else None
+    version = pypto_route.requested_version(new.pypto, checked.case_file.requires_pypto if checked.case_file else None)
     for mode in modes:
         found, note = _reusable(session, settings, run, suite, operator, checked.sha256, cases, mode,
                                 queue_name(mode, version))
@@ -98,7 +98,7 @@ def submit_operator(session: Session, store: BlobStore, settings: Settings, run:
     if to_run:
         sub, jobs, _ = submissions.create(session, store, settings, submissions.NewSubmission(
             filename=new.filename, data=new.data, modes=to_run, operator=operator, cases=list(new.cases),
-            labels=dict(run.labels), suite_run_id=run.id, submitted_by=new.submitted_by))
+            labels=dict(run.labels), suite_run_id=run.id, submitted_by=new.submitted_by, pypto=new.pypto))
         out.submission_id, out.jobs = sub.id, jobs
         for job in jobs:
             suite_runs.add_pending(session, run, operator, cases, job, checked.sha256)

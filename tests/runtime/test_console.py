@@ -70,3 +70,13 @@ def test_a_suspect_case_says_why() -> None:
     print_report(report, console)
     text = console.export_text()
     assert "runtime.metrics.compare" in text and max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_a_fake_pass_never_reads_as_structure_ok() -> None:
+    for width in (80, 200):
+        lines = _render(width)
+        fake = next(i for i, line in enumerate(lines) if "suspect_fake_pass" in line)
+        block = "\n".join(lines[fake:fake + 4]) if width == 80 else lines[fake]
+        assert "unproven" in block and "structure ok" not in block, block
+        others = "\n".join(lines[:fake])
+        assert ("structure ok" if width == 80 else " ok ") in others

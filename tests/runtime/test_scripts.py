@@ -77,3 +77,25 @@ if __name__ == "__main__":
 '''
     report = run(script(tmp_path, body), warm_sim, tmp_path, cases=["grp::one"])
     assert [(c.case, c.verdict) for c in report.cases] == [("grp::one", "sim_output_unwritten")]
+
+
+def test_case_ids_a_script_lists_through_logging_are_its_cases(warm_sim, tmp_path):
+    # pypto configures the root logger at import, so `basicConfig` is a no-op and the ids reach stderr as
+    # `INFO:__main__:  ID: one` (a gym script's `--list`, docs/realops.md §1).
+    body = '''
+import logging
+LOGGER = logging.getLogger(__name__)
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if "--list" in sys.argv:
+        for case_id in ("one", "two"):
+            LOGGER.info("  ID: %s", case_id)
+        sys.exit(0)
+    x = torch.randn(16, 32)
+    out = torch.empty_like(x)
+    k(x, out)
+'''
+    report = run(script(tmp_path, body), warm_sim, tmp_path)
+    assert [(c.case, c.verdict) for c in report.cases] == [("one", "sim_output_unwritten"),
+                                                          ("two", "sim_output_unwritten")]

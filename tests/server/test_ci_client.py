@@ -172,7 +172,8 @@ def test_only_the_named_operators_run(live, tmp_path):
 
 
 @pytest.mark.parametrize("problem", ["unreachable", "bad token", "read-only token", "empty checkout",
-                                     "unknown operator", "unknown option", "bad label", "no suite"])
+                                     "unknown operator", "unknown option", "bad label", "no suite",
+                                     "bad pypto version", "pypto no worker has"])
 def test_the_client_fails_loudly(live, tmp_path, problem):
     checkout = make_checkout(tmp_path / "repo", ("alpha",))
     token: str | None = "submit"
@@ -194,14 +195,19 @@ def test_the_client_fails_loudly(live, tmp_path, problem):
         args += ["--label", "branch"]
     elif problem == "no suite":
         args = args[:5]
+    elif problem == "bad pypto version":
+        args += ["--pypto", "0.2 ; rm"]
+    elif problem == "pypto no worker has":
+        args += ["--pypto", "9.9.9"]
     env_token = token
     proc = crosscheck(live, *args, token=env_token)
-    want = {"unreachable": 3}.get(problem, 2)
+    want = {"unreachable": 3, "pypto no worker has": 3}.get(problem, 2)
     assert proc.returncode == want, (problem, proc.stdout, proc.stderr)
     needle = {"unreachable": "cannot reach", "bad token": "token", "read-only token": "submit",
               "empty checkout": "no runnable operator", "unknown operator": "nosuchop",
-              "unknown option": "unrecognized arguments", "bad label": "KEY=VALUE", "no suite": "--suite"}[problem]
-    assert needle in proc.stderr, (problem, proc.stderr)
+              "unknown option": "unrecognized arguments", "bad label": "KEY=VALUE", "no suite": "--suite",
+              "bad pypto version": "is not a pypto version", "pypto no worker has": "no online worker has pypto 9.9.9"}[problem]
+    assert needle in " ".join(proc.stderr.split()), (problem, proc.stderr)  # rich wraps at 80 columns
 
 
 def test_upload_stores_reports_and_junit_with_provenance(live, tmp_path, make_npu_report_for_upload):

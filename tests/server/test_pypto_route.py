@@ -67,3 +67,20 @@ def test_reuse_compares_with_the_workers_of_the_jobs_queue(client, hdr, app):  #
         dev = reuse.target_versions(session, "sim@0.3.0.dev0", app.state.settings.job_heartbeat_s)
     assert plain.versions is not None and plain.versions["pypto"] == "0.2.0"
     assert dev.versions is not None and dev.versions["pypto"] == "0.3.0.dev0"
+
+
+def test_a_suite_runs_operator_asks_for_its_version(client, hdr, scale_add_zip, messages):
+    """`crosscheck ci run --pypto`: the suite-run submission routes like POST /submissions."""
+    run = client.post("/api/v1/suite-runs", headers=hdr["submit"],
+                      json={"suite": "nightly", "run_key": "k1", "modes": ["sim"]})
+    assert run.status_code in (200, 201), run.text
+    url = f"/api/v1/suite-runs/{run.json()['id']}/submissions"
+    refused = client.post(url, headers=hdr["submit"], files={"file": ("scale_add.zip", scale_add_zip)},
+                          data={"operator": "scale_add", "pypto": "0.3.0.dev0"})
+    assert refused.status_code == 409 and "no online worker has pypto 0.3.0.dev0" in refused.json()["detail"]
+    beat(client, hdr, "sim@dev", "0.3.0.dev0", ["sim@0.3.0.dev0"])
+    r = client.post(url, headers=hdr["submit"], files={"file": ("scale_add.zip", scale_add_zip)},
+                    data={"operator": "scale_add", "pypto": "0.3.0.dev0"})
+    assert r.status_code == 202, r.text
+    assert [j["queue"] for j in r.json()["jobs"]] == ["sim@0.3.0.dev0"]
+    assert [m["queue"] for m in messages()] == ["sim@0.3.0.dev0"]

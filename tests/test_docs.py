@@ -90,3 +90,17 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert found, "README.md has no test command"
     assert found.group(1) in (REPO / ".ci" / "run").read_text().splitlines()
     assert "coverage report" in found.group(1)
+
+
+def test_the_readme_names_every_verdict():
+    """Each per-case verdict has a row in the README's table, and each combined verdict is named."""
+    from runtime import verdicts
+    from server.services import combined
+
+    readme = (REPO / "README.md").read_text()
+    table = readme.split("## Verdicts per case", 1)[1].split("\n## ", 1)[0]
+    rows = set(re.findall(r"^\| `([a-z_]+)` \|", table, re.M))
+    assert rows == set(verdicts.VERDICTS), set(verdicts.VERDICTS) ^ rows
+    section = readme.split("## Combined verdict per operator case", 1)[1].split("\n## ", 1)[0]
+    missing = [name for name in combined.COMBINED if f"`{name}`" not in section]
+    assert not missing, missing

@@ -1,17 +1,17 @@
-"""The operator page: diff history on a log scale, the cost-model trend, the cases table."""
+"""The operator page: max |diff| history (all cases, each case, one case), the cost-model trend, the cases."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Literal
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from server.api.deps import SessionDep
 from server.models.base import utcnow
 from server.services import commit_history, history, queries
 from server.services.combined import FLAGGED
-from web import charts, diff_chart
+from web import case_charts, charts, diff_chart
 from web.deps import Reader, render
 from web.errors import HtmlRoute
 from web.overview import operator_row
@@ -24,23 +24,28 @@ Range = Literal["runs", "90d", "1y"]
 RECENT_JOBS = 20
 
 
-def history_window(range_: str) -> history.Window:
+def history_window(range_: str, case: str | None = None) -> history.Window:
     """?range=90d|1y: the last days, downsampled; runs (the default): the last HISTORY_RUNS runs."""
     days = RANGES_DAYS.get(range_)
     if days is None:
-        return history.Window(limit=HISTORY_RUNS)
-    return history.Window(since=utcnow() - timedelta(days=days), buckets=HISTORY_BUCKETS)
+        return history.Window(limit=HISTORY_RUNS, case=case)
+    return history.Window(since=utcnow() - timedelta(days=days), buckets=HISTORY_BUCKETS, case=case)
 
 
 @router.get("/operators/{name:path}", response_class=HTMLResponse, name="operator")
 def operator_page(request: Request, name: str, session: SessionDep, caller: Reader,
-                  range: Range = "runs") -> HTMLResponse:  # noqa: A002 (the query parameter's name)
+                  range: Range = "runs",  # noqa: A002 (the query parameter's name)
+                  case: Annotated[str | None, Query(max_length=200)] = None) -> HTMLResponse:
+    """?case=NAME: that case alone in the history; else all cases, then each case's own small chart."""
     operator = queries.get_operator(session, name)
-    runs = history.operator_history(session, operator.id, history_window(range)).points
-    failed = queries.graph_failed_jobs(session, [p["job_id"] for p in runs])
+    case = case or None
+    runs = history.operator_history(session, operator.id, history_window(range, case)).points
+    failed = queries.graph_failed_jobs(session, [p["job_id"] for p in runs], case)
     row = operator_row(operator, queries.case_summaries(session, [operator.id])[operator.id])
+    per_case = None if case else case_charts.build(session, operator.id, history_window(range), runs,
+                                                   {c["case"]: c["combined_verdict"] for c in row["cases"]})
     return render(request, "operator.html", caller, op=operator, row=row, history=runs, range=range,
-                  history_runs=HISTORY_RUNS,
+                  history_runs=HISTORY_RUNS, case=case, per_case=per_case,
                   flagged=operator.combined_verdict in FLAGGED,
                   diff_chart=diff_chart.build(runs, failed), graph_failed=failed,
                   time_chart=charts.linear_trend(runs, "aicore_time_us", "AICore time", "cost", "µs"),

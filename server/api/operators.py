@@ -75,11 +75,18 @@ def read_history(
     cursor: Annotated[int | None, Query(description="next_cursor of the previous page: older runs")] = None,
     buckets: Annotated[int | None, Query(ge=2, le=history.MAX_BUCKETS,
                                          description="downsample each mode to this many min/max points")] = None,
+    case: Annotated[str | None, Query(min_length=1, max_length=200,
+                                      description="one case: its own values instead of the worst over the run's "
+                                                  "cases, only runs that stored it; 404 if the operator has no "
+                                                  "such case")] = None,
 ) -> OperatorHistory:
-    """Per run by date, oldest first: max |diff| (SIM raw), graph-verify diff, NPU diff with atol/rtol, cost model."""
+    """Per run by date, oldest first: max |diff| (SIM raw), graph-verify diff, NPU diff with atol/rtol, cost model.
+
+    Each value is the worst (max) over the run's cases, or with `case` that case's own value (then
+    `cases` is 1 and `days`, which are per operator, stay empty). An unknown case answers 404 naming it."""
     operator = queries.get_operator(session, name)
     window = history.Window(mode=mode, limit=limit, since=as_utc(since) if since else None,
-                            until=as_utc(until) if until else None, cursor=cursor, buckets=buckets)
+                            until=as_utc(until) if until else None, cursor=cursor, buckets=buckets, case=case)
     found = history.operator_history(session, operator.id, window)
     return OperatorHistory(operator=operator.name, points=[HistoryPoint(**p) for p in found.points],
                            next_cursor=found.next_cursor, days=[HistoryDay.model_validate(d) for d in found.days])

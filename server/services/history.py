@@ -1,5 +1,6 @@
 """An operator's history: its runs by date, windowed (last N, a date range, a cursor back) and,
-over long ranges, downsampled to min/max per time bucket so that spikes survive (docs/history.md)."""
+over long ranges, downsampled to min/max per time bucket so that spikes survive (docs/history.md).
+The same window gives one case's runs (Window.case) or every case's runs at once (case_history)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -10,8 +11,8 @@ from sqlalchemy import func, select, tuple_
 from sqlalchemy.orm import Session
 
 from runtime.modes import MODES
-from server.errors import InvalidInput
-from server.models import CaseDay, CaseResult, Job
+from server.errors import InvalidInput, NotFound
+from server.models import CaseDay, CaseResult, CaseState, Job
 
 DEFAULT_RUNS = 100  # the last N runs when no date range is given
 MAX_RUNS = 5000  # one page at most, also for a date range
@@ -28,6 +29,7 @@ class Window:
     until: datetime | None = None
     cursor: int | None = None  # a run's job id: only runs older than it
     buckets: int | None = None  # downsample each mode to at most this many points
+    case: str | None = None  # one case: its own values, only the runs that stored it
 
     def runs_wanted(self) -> int:
         if self.limit is not None:
@@ -43,7 +45,48 @@ class History:
 
 
 def operator_history(session: Session, operator_id: int, w: Window) -> History:
-    """Runs oldest first (one point per job and mode), or min/max buckets when w.buckets is exceeded."""
+    """Runs oldest first (one point per job and mode), or min/max buckets when w.buckets is exceeded.
+
+    With w.case: that case's values in the runs that stored it (NotFound for a case the operator
+    never had); the daily aggregates are per operator, so none come with it."""
+    runs, more = _window_runs(session, operator_id, w)
+    points = _aggregate(session, [r.id for r in runs], {r.id: r for r in runs}, w.case)
+    if w.case is not None and not points:
+        _check_case(session, operator_id, w.case)
+    points.sort(key=lambda p: (p["created_at"], p["job_id"]))
+    if w.buckets:
+        points = downsample(points, w.buckets)
+    days = _days(session, operator_id, w) if (w.since or w.until) and w.case is None else []
+    return History(points, runs[-1].id if more and runs else None, days)
+
+
+def case_history(session: Session, operator_id: int, w: Window) -> dict[str, list[dict[str, Any]]]:
+    """Each case's own points over the window's runs, in one query: case -> points oldest first.
+
+    A point has the shape of operator_history's (its `cases` is 1), plus `graph_failed`: that case's
+    graph verify failed in the run. With w.buckets each case is downsampled on its own."""
+    runs, _more = _window_runs(session, operator_id, w)
+    by_id = {r.id: r for r in runs}
+    r = CaseResult
+    stmt = (select(r.job_id, r.case, r.commit, r.branch, r.max_abs_diff, r.graph_max_abs_diff, r.atol, r.rtol,
+                   r.aicore_time_us, r.utilization, r.graph_status)
+            .where(r.job_id.in_(list(by_id))))
+    if w.case is not None:
+        stmt = stmt.where(r.case == w.case)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for job_id, case, commit, branch, diff, gdiff, atol, rtol, us, util, graph in session.execute(stmt):
+        p = _point(job_id, by_id[job_id], commit, branch, diff, gdiff, atol, rtol, us, util, 1)
+        p["graph_failed"] = graph == "fail"
+        out.setdefault(case, []).append(p)
+    for case, points in out.items():
+        points.sort(key=lambda p: (p["created_at"], p["job_id"]))
+        if w.buckets:
+            out[case] = downsample(points, w.buckets)
+    return out
+
+
+def _window_runs(session: Session, operator_id: int, w: Window) -> tuple[list[Any], bool]:
+    """The window's runs, newest first, and whether older ones exist."""
     if w.mode is not None and w.mode not in MODES:
         raise InvalidInput(f"unknown mode {w.mode!r}; use sim or npu")
     if w.buckets is not None and not 2 <= w.buckets <= MAX_BUCKETS:
@@ -52,14 +95,16 @@ def operator_history(session: Session, operator_id: int, w: Window) -> History:
         raise InvalidInput("since must be before until")
     n = w.runs_wanted()
     runs = _runs(session, operator_id, w, n + 1)
-    more = len(runs) > n
-    runs = runs[:n]
-    points = _aggregate(session, [r.id for r in runs], {r.id: r for r in runs})
-    points.sort(key=lambda p: (p["created_at"], p["job_id"]))
-    if w.buckets:
-        points = downsample(points, w.buckets)
-    days = _days(session, operator_id, w) if (w.since or w.until) else []
-    return History(points, runs[-1].id if more and runs else None, days)
+    return runs[:n], len(runs) > n
+
+
+def _check_case(session: Session, operator_id: int, case: str) -> None:
+    """NotFound naming the case unless the operator has (or had) it: its case state, else any result."""
+    if session.get(CaseState, (operator_id, case)) is not None:
+        return
+    if session.scalar(select(CaseResult.id).where(CaseResult.operator_id == operator_id, CaseResult.case == case)
+                      .limit(1)) is None:
+        raise NotFound(f"no case {case!r} in this operator")
 
 
 def newest_runs(session: Session, operator_id: int, limit: int) -> list[Any]:
@@ -83,8 +128,10 @@ def _runs(session: Session, operator_id: int, w: Window, limit: int) -> list[Any
         jobs = list(session.execute(page.limit(chunk)))
         if not jobs:
             break
-        with_results = set(session.scalars(select(CaseResult.job_id).distinct()
-                                           .where(CaseResult.job_id.in_([j.id for j in jobs]))))
+        probe = select(CaseResult.job_id).distinct().where(CaseResult.job_id.in_([j.id for j in jobs]))
+        if w.case is not None:
+            probe = probe.where(CaseResult.case == w.case)
+        with_results = set(session.scalars(probe))
         out += [j for j in jobs if j.id in with_results]
         if len(jobs) < chunk:
             break
@@ -110,26 +157,30 @@ def _runs_query(session: Session, operator_id: int, w: Window) -> Any:
     return stmt.order_by(Job.created_at.desc(), Job.id.desc())
 
 
-def _aggregate(session: Session, job_ids: list[int], runs: dict[int, Any]) -> list[dict[str, Any]]:
+def _aggregate(session: Session, job_ids: list[int], runs: dict[int, Any],
+               case: str | None = None) -> list[dict[str, Any]]:
     if not job_ids:
         return []
     r = CaseResult
-    # Served by ix_case_results_job_values alone (no table reads).
+    # Served by ix_case_results_job_values alone (no table reads); one case also reads its rows.
     stmt = (select(r.job_id, func.max(r.commit), func.max(r.branch), func.max(r.max_abs_diff),
                    func.max(r.graph_max_abs_diff), func.max(r.atol), func.max(r.rtol), func.max(r.aicore_time_us),
                    func.avg(r.utilization), func.count())
             .where(r.job_id.in_(job_ids)).group_by(r.job_id))
-    points = []
-    for job_id, commit, branch, diff, gdiff, atol, rtol, us, util, n in session.execute(stmt):
-        run = runs[job_id]
-        p = {"job_id": job_id, "first_job_id": job_id, "mode": run.mode, "created_at": run.created_at,
-             "until": run.created_at, "commit": commit, "branch": branch, "max_abs_diff": diff,
-             "graph_max_abs_diff": gdiff, "atol": atol, "rtol": rtol, "aicore_time_us": us, "utilization": util,
-             "cases": n, "runs": 1}
-        for key in VALUES:
-            p[f"{key}_min"] = p[key]
-        points.append(p)
-    return points
+    if case is not None:
+        stmt = stmt.where(r.case == case)
+    return [_point(job_id, runs[job_id], *values) for job_id, *values in session.execute(stmt)]
+
+
+def _point(job_id: int, run: Any, commit: Any, branch: Any, diff: Any, gdiff: Any, atol: Any, rtol: Any, us: Any,
+           util: Any, cases: int) -> dict[str, Any]:
+    p = {"job_id": job_id, "first_job_id": job_id, "mode": run.mode, "created_at": run.created_at,
+         "until": run.created_at, "commit": commit, "branch": branch, "max_abs_diff": diff,
+         "graph_max_abs_diff": gdiff, "atol": atol, "rtol": rtol, "aicore_time_us": us, "utilization": util,
+         "cases": cases, "runs": 1}
+    for key in VALUES:
+        p[f"{key}_min"] = p[key]
+    return p
 
 
 def downsample(points: list[dict[str, Any]], buckets: int) -> list[dict[str, Any]]:
@@ -157,6 +208,8 @@ def _bucket(group: list[dict[str, Any]]) -> dict[str, Any]:
     first, last = group[0], group[-1]
     b = dict(last, first_job_id=first["first_job_id"], created_at=first["created_at"], until=last["until"],
              runs=sum(p["runs"] for p in group), cases=sum(p["cases"] for p in group))
+    if "graph_failed" in last:  # case_history: failed in any of the bucket's runs
+        b["graph_failed"] = any(p["graph_failed"] for p in group)
     for key in VALUES:
         low_key = f"{key}_min"
         high = low = None

@@ -153,12 +153,14 @@ def list_cases(session: Session, f: CaseFilter, cursor: int | None = None, limit
     return rows[:limit], next_cursor
 
 
-def graph_failed_jobs(session: Session, job_ids: list[int]) -> set[int]:
-    """Which of these jobs have a case whose graph verify failed (the history chart marks them)."""
+def graph_failed_jobs(session: Session, job_ids: list[int], case: str | None = None) -> set[int]:
+    """Which of these jobs have a case (or this case) whose graph verify failed (the history chart marks them)."""
     if not job_ids:
         return set()
-    return set(session.scalars(select(CaseResult.job_id).where(CaseResult.job_id.in_(job_ids),
-                                                              CaseResult.graph_status == "fail").distinct()))
+    stmt = select(CaseResult.job_id).where(CaseResult.job_id.in_(job_ids), CaseResult.graph_status == "fail")
+    if case is not None:
+        stmt = stmt.where(CaseResult.case == case)
+    return set(session.scalars(stmt.distinct()))
 
 
 def job_cases(session: Session, job_id: int) -> list[CaseResult]:

@@ -1,7 +1,8 @@
 """Attacks on the service with a stolen or low-scope token, through the real API on a real database.
 
 Each test is an attack that worked, or could have, before the service hardening (docs/SECURITY.md,
-"The service"): it must fail now.
+"The service"): it must fail now. The forged-result and worker-impersonation attacks are also
+replayed with the old checks (unfixed_service.py) and must work there.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from fastapi.testclient import TestClient
 
 from server.migrate import upgrade
 from server.services import tokens
+from tests.hostile import unfixed_service as unfixed
 from tests.server.conftest import load_report, package_files, zip_package
 from tests.web.conftest import make_app, make_settings
 
@@ -79,29 +81,54 @@ def test_a_tenant_cannot_read_another_tenants_bundle(service) -> None:
     assert client.get(f"{INTERNAL}/{job_id}/bundle", headers=hdr["worker-m"]).status_code == 403  # not its claim
 
 
-def test_no_one_but_the_claimant_posts_a_result(service) -> None:
-    client, hdr, _ = service
+def _forge_result(client: TestClient, hdr: dict[str, dict[str, str]], who: str) -> tuple[int, list[Any]]:
+    """worker-a claims alice's job; `who` posts an all-pass report for it. (status, stored cases)."""
     job_id = _submit(client, hdr["alice"])["jobs"][0]["id"]
     client.post(f"{INTERNAL}/{job_id}/claim", headers=hdr["worker-a"], json={"worker": "a", "attempt": 1})
     report = load_report("scale_add_sim.json")
     forged = json.dumps({**report, "cases": [{**c, "verdict": "pass"} for c in report["cases"]]})
+    r = client.post(f"{INTERNAL}/{job_id}/result", headers=hdr[who], data={"attempt": "1", "report": forged})
+    return r.status_code, client.get(f"{API}/cases", headers=hdr["alice"], params={"job_id": job_id}).json()["items"]
+
+
+def test_no_one_but_the_claimant_posts_a_result(service) -> None:
+    client, hdr, _ = service
     for who in ("mallory", "worker-m"):
-        r = client.post(f"{INTERNAL}/{job_id}/result", headers=hdr[who], data={"attempt": "1", "report": forged})
-        assert r.status_code == 403, (who, r.text)
+        status, cases = _forge_result(client, hdr, who)
+        assert status == 403 and not cases, (who, status)
+    job_id = _submit(client, hdr["alice"])["jobs"][0]["id"]
+    client.post(f"{INTERNAL}/{job_id}/claim", headers=hdr["worker-a"], json={"worker": "a", "attempt": 1})
     r = client.post(f"{INTERNAL}/{job_id}/heartbeat", headers=hdr["worker-m"], json={"attempt": 1})
     assert r.status_code == 403
     assert client.get(f"{API}/jobs/{job_id}", headers=hdr["alice"]).json()["status"] == "running"
-    assert not client.get(f"{API}/cases", headers=hdr["alice"], params={"job_id": job_id}).json()["items"]
+
+
+def test_a_forged_result_is_stored_by_the_unfixed_service(service, monkeypatch) -> None:
+    client, hdr, _ = service
+    unfixed.unfix(monkeypatch)
+    status, cases = _forge_result(client, hdr, "worker-m")
+    assert status == 200 and cases and {c["verdict"] for c in cases} == {"pass"}, "the forgery failed unfixed"
+
+
+def _pose_as_worker(client: TestClient, hdr: dict[str, dict[str, str]]) -> tuple[int, int]:
+    """worker-a registers npu-1@lab; worker-m's token sends its heartbeat and claims a job in its name."""
+    beat = {"name": "npu-1@lab", "host": "lab", "queues": ["npu"]}
+    assert client.post(f"{API}/workers/heartbeat", headers=hdr["worker-a"], json=beat).status_code == 200
+    posed = client.post(f"{API}/workers/heartbeat", headers=hdr["worker-m"], json=beat).status_code
+    job_id = _submit(client, hdr["alice"])["jobs"][0]["id"]
+    r = client.post(f"{INTERNAL}/{job_id}/claim", headers=hdr["worker-m"], json={"worker": "npu-1@lab", "attempt": 1})
+    return posed, r.status_code
 
 
 def test_a_stolen_worker_token_cannot_pose_as_another_worker(service) -> None:
     client, hdr, _ = service
-    beat = {"name": "npu-1@lab", "host": "lab", "queues": ["npu"]}
-    assert client.post(f"{API}/workers/heartbeat", headers=hdr["worker-a"], json=beat).status_code == 200
-    assert client.post(f"{API}/workers/heartbeat", headers=hdr["worker-m"], json=beat).status_code == 403
-    job_id = _submit(client, hdr["alice"])["jobs"][0]["id"]
-    r = client.post(f"{INTERNAL}/{job_id}/claim", headers=hdr["worker-m"], json={"worker": "npu-1@lab", "attempt": 1})
-    assert r.status_code == 403
+    assert _pose_as_worker(client, hdr) == (403, 403)
+
+
+def test_the_unfixed_service_lets_a_token_pose_as_another_worker(service, monkeypatch) -> None:
+    client, hdr, _ = service
+    unfixed.unfix(monkeypatch)
+    assert _pose_as_worker(client, hdr) == (200, 200), "the impersonation failed unfixed"
 
 
 def test_another_tokens_idempotency_key_neither_replays_nor_blocks(service) -> None:

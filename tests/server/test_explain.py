@@ -94,7 +94,8 @@ def test_hot_reads_use_indexes_on_case_results(seeded_app):
             f"/api/v1/operators/{name}/history?cursor={cursor_job}",
             f"/api/v1/operators/{name}/history?since={since}&buckets=50",
             f"/api/v1/operators/{name}", "/api/v1/operators", f"/api/v1/cases?operator={name}&mode=sim",
-            f"/operators/{name}", f"/operators/{name}?range=1y", "/", "/?verdict=kernel_defect"]
+            f"/operators/{name}", f"/operators/{name}?range=1y", "/", "/?verdict=kernel_defect",
+            f"/api/v1/operators/{name}/history?case=case_1", f"/operators/{name}?case=case_2&range=1y"]
     statements = _captured(seeded_app, urls)
     assert len(statements) >= len(urls)  # every page read case_results at least once
     scans = []

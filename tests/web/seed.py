@@ -129,3 +129,19 @@ def seed(session: Session, blobs: BlobStore, settings: Settings) -> dict[str, An
     _token, out["token"] = tokens.create(session, "alice", ["read", "submit"])
     _token, out["read_token"] = tokens.create(session, "reader", ["read"])
     return out
+
+
+def seed_many_cases(session: Session, blobs: BlobStore, settings: Settings, name: str = "many_cases_op",
+                    cases: int = 14, runs: int = 3) -> list[Job]:
+    """An operator with more cases than the per-case charts draw: NPU runs only (so its verdict is a
+    plain pass), each case with its own diff, growing run by run."""
+    jobs: list[Job] = []
+    proto = sim_report("scale_add", name)["cases"][0]
+    for r in range(runs):
+        sim = sim_report("scale_add", name)
+        sim["cases"] = [dict(copy.deepcopy(proto), case=f"{name}_case_{i:02d}") for i in range(cases)]
+        npu = npu_report(sim)
+        for i, case in enumerate(npu["cases"]):
+            case["metrics"]["max_abs_diff"] = 10 ** (-6 + (i % 5) * 0.5) * (r + 1)
+        jobs += submit_and_store(session, blobs, settings, "scale_add", {"npu": npu}, operator=name)
+    return jobs

@@ -47,6 +47,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     app = make_app(settings)
     with app.state.sessionmaker() as session:
         info = seeding.seed(session, app.state.blobs, settings)
+        seeding.seed_many_cases(session, app.state.blobs, settings)
         info["worker_token"] = tokens.create(session, "browser-test-worker", ["worker"])[1]
         session.commit()
     with serve(app) as base:
@@ -133,6 +134,32 @@ def test_history_chart_renders(page: Any, live: dict[str, Any]) -> None:
     sync_api.expect(chart.locator('g[data-series="NPU"] circle')).to_have_count(2)
     sync_api.expect(chart.locator("g.tolerance text")).to_have_text("atol 0.001")  # a flat line has no height
     shot(page, "operator")
+
+
+def test_per_case_charts_two_columns_wide_one_on_a_phone(page: Any, live: dict[str, Any]) -> None:
+    page.goto(live["base"] + "/operators/many_cases_op")
+    figures = page.locator("figure.case-chart")
+    sync_api.expect(figures).to_have_count(12)
+    boxes = [figures.nth(i).bounding_box() for i in range(12)]
+    assert all(b and b["x"] >= 0 and b["x"] + b["width"] <= page.width and b["height"] > 100 for b in boxes)
+    first, second = boxes[0], boxes[1]
+    if page.width == 1280:  # side by side, each chart at least half the main chart's width
+        assert abs(first["y"] - second["y"]) < 2 and second["x"] > first["x"] + first["width"]
+        assert first["width"] > 500
+    else:  # one column
+        assert abs(first["x"] - second["x"]) < 2 and second["y"] >= first["y"] + first["height"]
+    sync_api.expect(figures.first.locator("svg g[data-series=NPU] circle")).to_have_count(3)
+    sync_api.expect(page.locator("p.more-cases")).to_contain_text("2 more cases not drawn")
+    shot(page, "operator-per-case")
+    page.locator("p.more-cases a").first.click()
+    page.wait_for_url(re.compile(r"\?case=many_cases_op_case_"))
+    sync_api.expect(page.locator("h2#h-hist")).to_contain_text("of case many_cases_op_case_")
+    sync_api.expect(page.locator("figure.case-chart")).to_have_count(0)
+    sync_api.expect(page.locator("svg#history-chart g[data-series=NPU] circle")).to_have_count(3)
+    shot(page, "operator-one-case")
+    page.get_by_role("link", name="← all cases").click()
+    page.wait_for_url(re.compile(r"/operators/many_cases_op\?$"))
+    sync_api.expect(page.locator("figure.case-chart")).to_have_count(12)
 
 
 def test_job_page_timeline_and_other_pages(page: Any, live: dict[str, Any]) -> None:
@@ -249,7 +276,8 @@ def every_page(live: dict[str, Any]) -> list[tuple[str, str]]:
                                                     ("fake", "fake_jobs"), ("partial", "partial_jobs"),
                                                     ("queued", "queued_jobs"), ("npu-waiting", "npu_waiting_jobs"))}
     operators = ("scale_add", "softmax_partial", "wrong_maths", "golden_fallback", "missing_vec_tiles",
-                 "relu_like", seeding.LONG_NAME)
+                 "relu_like", seeding.LONG_NAME, "many_cases_op", "scale_add?case=scale_add_32x64",
+                 "many_cases_op?case=many_cases_op_case_00&range=90d")
     return ([("overview", "/"), ("coverage", "/coverage"), ("workers", "/workers"), ("submit", "/submit"),
              ("suites", "/suites"), ("error-404", "/jobs/999999")]
             + [(f"operator-{i}", f"/operators/{name}") for i, name in enumerate(operators)]

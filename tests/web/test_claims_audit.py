@@ -6,6 +6,7 @@ a graph_fail (wrong_maths) and the flag (scale_add).
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fastapi import FastAPI
@@ -16,6 +17,7 @@ from server.models import CaseResult, CaseState, Job, Operator
 from server.services.combined import FLAGGED
 from tests.web.html import Node
 from tests.web.test_overview import get
+from web.format import sig
 
 NPU_CLAIMS = ("sim_garbage_npu_ok", "pass")  # combined verdicts that claim an NPU checked the kernel
 
@@ -125,3 +127,36 @@ def test_coverage_page_agrees_with_the_stored_cases(client: TestClient, app: Fas
         assert tr.find("td", data_mode="npu").text() == npu_cover(t["cases"])
         n_sim = sum(1 for _, s, _ in t["cases"].values() if s is not None)
         assert tr.find("td", data_mode="sim").text().startswith(f"SIM {n_sim}/{len(t['cases'])}")
+
+
+def test_per_case_charts_agree_with_the_stored_cases(client: TestClient, app: FastAPI) -> None:
+    """Each case's small chart: its verdict badge and every number it states are that case's stored ones."""
+    with app.state.sessionmaker() as session:
+        values = {(r.job_id, r.case): r for r in session.scalars(select(CaseResult))}
+        session.expunge_all()
+    seen = 0
+    for name, t in stored(app).items():
+        page = get(client, f"/operators/{name}")
+        for fig in page.find_all("figure", cls="case-chart"):
+            case = fig.attrs["data-case"]
+            combined, sim, npu = t["cases"][case]
+            assert f"v-{combined}" in fig.find("figcaption").find("span", cls="verdict").classes, (name, case)
+            for title in fig.find_all("title"):
+                m = re.search(r"^(SIM raw|graph verify|NPU) · job #(\d+) · (?:max \|diff\| (\S+)|✗)", title.text())
+                if not m:
+                    continue  # the chart's own title
+                r = values[(int(m.group(2)), case)]
+                value = r.graph_max_abs_diff if m.group(1) == "graph verify" else r.max_abs_diff
+                if m.group(3) is None:
+                    assert r.graph_status == "fail", (name, case)
+                else:
+                    assert m.group(3) == sig(value), (name, case, title.text())
+                seen += 1
+            for dt, dd in zip(fig.find_all("dt"), fig.find_all("dd")):  # one submission: its numbers
+                latest = {"SIM raw": sim and sim.max_abs_diff, "graph verify": sim and sim.graph_max_abs_diff,
+                          "NPU": npu and npu.max_abs_diff}.get(dt.text(), "tolerance")
+                if latest != "tolerance" and "not written by the kernel" not in dd.text():
+                    assert dd.text().startswith(("✗ " if sim and sim.graph_status == "fail" and
+                                                 dt.text() == "graph verify" else "") + sig(latest)), (name, case)
+                    seen += 1
+    assert seen > 10

@@ -92,6 +92,20 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert "coverage report" in found.group(1)
 
 
+def test_the_readme_names_every_verdict():
+    """Each per-case verdict has a row in the README's table, and each combined verdict is named."""
+    from runtime import verdicts
+    from server.services import combined
+
+    readme = (REPO / "README.md").read_text()
+    table = readme.split("## Verdicts per case", 1)[1].split("\n## ", 1)[0]
+    rows = set(re.findall(r"^\| `([a-z_]+)` \|", table, re.M))
+    assert rows == set(verdicts.VERDICTS), set(verdicts.VERDICTS) ^ rows
+    section = readme.split("## Combined verdict per operator case", 1)[1].split("\n## ", 1)[0]
+    missing = [name for name in combined.COMBINED if f"`{name}`" not in section]
+    assert not missing, missing
+
+
 # A repository path cited in prose: `runtime/x.py`, `tests/y.py::test_z`, `web/templates/`, globs.
 REPO_PATH = re.compile(r"(?<![\w/.~-])((?:runtime|server|web|worker|tests|bench|examples|jobqueue|migrations|docs)"
                        r"/[\w./*-]*[\w*/])(?:::(\w+))?")

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from runtime import verdicts
+from runtime import simgap, verdicts
 from runtime.report import CaseResult, Diagnosis, Report
 
 NOISE_PREFIX = "noise-"
@@ -167,10 +167,10 @@ def print_report(report: Report, console: Console | None = None) -> None:
     for case in report.cases:
         if case.error:
             where = f" ({case.error.file}:{case.error.line})" if case.error.file else ""
-            first = case.error.message.splitlines()[0][:200] if case.error.message else ""
+            first = simgap.headline(case.error.message)[:200]
             console.print(f"[red]{escape(case.case)}[/]: {escape(case.error.type)}: {escape(first)}{escape(where)}")
     for case in report.cases:  # why the harness does not believe a result (docs/SECURITY.md), or skew
-        if case.verdict in (verdicts.SUSPECT_FAKE_PASS, verdicts.VERSION_SKEW) and case.verdict_reason:
+        if (case.verdict in (verdicts.SUSPECT_FAKE_PASS, verdicts.VERSION_SKEW) or case.sim_gap) and case.verdict_reason:
             _print_indented(console, f"{case.case}: {case.verdict_reason}", 0)
     grouped, noise = _group_diagnoses(report)
     if grouped:

@@ -13,21 +13,18 @@ name ignoring case and `_`. An operator that cannot run keeps its place with rou
 """
 from __future__ import annotations
 
-import io
 import json
 import os
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runtime import imports, testmodule
+from runtime import archive, imports, testmodule
 from runtime.cases import load_case_file
 from runtime.errors import SubmissionError
 from runtime.submission import Submission, load_script, package_submission
 
 CASE_FILE = "test_cases.json"
 SKIP_DIRS = {"__pycache__", ".git", "output", ".pytest_cache", ".mypy_cache", ".ruff_cache", "node_modules"}
-ZIP_EPOCH = (2020, 1, 1, 0, 0, 0)
 MAX_BUNDLE_BYTES = 5 * 1024 * 1024
 MAX_BUNDLE_FILES = 500
 # In a bundle of a test file: which file to run (its folder need not match any kernel's name).
@@ -261,14 +258,7 @@ def pack(checkout: Path, operator: FoundOperator) -> bytes:
     members = [(rel.removeprefix(prefix) if inside else rel, (root / rel).read_bytes()) for rel in operator.files]
     if operator.entry:
         members.append((ENTRY_FILE, json.dumps({"entry": operator.entry, "operator": operator.name}).encode()))
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, data in members:
-            info = zipfile.ZipInfo(name, ZIP_EPOCH)
-            info.external_attr = 0o644 << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            zf.writestr(info, data)
-    data = buf.getvalue()
+    data = archive.write_zip(members)
     if len(data) > MAX_BUNDLE_BYTES:
         raise SubmissionError(f"{operator.folder}: the bundle is {len(data)} bytes, over {MAX_BUNDLE_BYTES >> 20} MiB")
     return data

@@ -5,7 +5,7 @@
 | 0    | acceptable: every case got an acceptable verdict for its mode |
 | 1    | kernel defect: at least one case shows the kernel is wrong (or the submission never ran one) |
 | 2    | unusable input: the submission (or its golden) cannot be judged, or the server refused it, or it was written for another pypto than the one that ran it (version_skew: no fault of the kernel, and a retry will not help) |
-| 3    | infrastructure: our side failed, no online worker/host can run the mode, or a case hit the job's memory, process or disk limit (resource_limit: raise it with the flag its reason names); nothing is known about the kernel |
+| 3    | infrastructure: our side failed, no online worker/host can run the mode (or this host's SIM cannot simulate the kernel: not_run with a sim_gap), or a case hit the job's memory, process or disk limit (resource_limit: raise it with the flag its reason names); nothing is known about the kernel |
 
 When cases disagree, a kernel defect wins (it is a fact about the kernel), then unusable input,
 then infrastructure.
@@ -22,11 +22,14 @@ WORDS = {OK: "acceptable", KERNEL_DEFECT: "kernel defect", UNUSABLE: "unusable i
 _PRECEDENCE = (KERNEL_DEFECT, UNUSABLE, INFRA, OK)
 
 
-def of_case(verdict: str, mode: str, stage: str = "") -> int:
+def of_case(verdict: str, mode: str, stage: str = "", sim_gap: str = "") -> int:
     """One case's code. A case the harness could not judge is not the kernel's fault: a failed golden
-    is the submission's (2), a device that could not be set up is ours (3)."""
+    is the submission's (2), a device that could not be set up is ours (3), and so is a kernel this
+    host's SIM cannot simulate (3: no capable host here, runtime.simgap)."""
     if verdicts.acceptable(verdict, mode):
         return OK
+    if verdict == verdicts.NOT_RUN and sim_gap:
+        return INFRA
     if verdict == verdicts.NOT_RUN and stage == "golden":
         return UNUSABLE
     if verdict == verdicts.VERSION_SKEW:  # judged on the wrong pypto: nothing known about the kernel (docs/versions.md)
@@ -51,16 +54,21 @@ def of_cases(cases: Iterable[Any], mode: str) -> int:
     def get(case: Any, key: str) -> str:
         return str((case.get(key) if isinstance(case, dict) else getattr(case, key, "")) or "")
 
-    return combine(of_case(get(c, "verdict"), mode, get(c, "stage")) for c in cases)
+    return combine(of_case(get(c, "verdict"), mode, get(c, "stage"), get(c, "sim_gap")) for c in cases)
 
 
 def summary(cases: Iterable[Any], mode: str) -> str:
     """One line saying what happened, e.g. 'kernel defect: 2 of 2 cases (graph fail ×2)'."""
-    rows = [c if isinstance(c, dict) else {"verdict": c.verdict, "stage": c.stage} for c in cases]
-    code = combine(of_case(str(r["verdict"]), mode, str(r.get("stage") or "")) for r in rows)
+    rows = [c if isinstance(c, dict) else {"verdict": c.verdict, "stage": c.stage, "sim_gap": c.sim_gap}
+            for c in cases]
+
+    def code_of(r: dict[str, Any]) -> int:
+        return of_case(str(r["verdict"]), mode, str(r.get("stage") or ""), str(r.get("sim_gap") or ""))
+
+    code = combine(code_of(r) for r in rows)
     if not rows:
         return "unusable input: no case was judged"
-    bad = [r for r in rows if of_case(str(r["verdict"]), mode, str(r.get("stage") or "")) == code]
+    bad = [r for r in rows if code_of(r) == code]
     counts: dict[str, int] = {}
     for r in bad:
         counts[str(r["verdict"])] = counts.get(str(r["verdict"]), 0) + 1

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from runtime import corroborate, skew, verdict_diagnoses, verdicts
+from runtime import corroborate, simgap, skew, verdict_diagnoses, verdicts
 from runtime.diagnose import diagnose
 from runtime.jobenv import JobDirs
 from runtime.jobfiles import JobFiles
@@ -220,6 +220,8 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
     skewed = None
     if structural == "error" or (ctx.is_script and exit_info):
         skewed = skew.detect(error, stderr + "\n" + stdout, ctx.skew_findings or [], pypto_version)
+    gap = simgap.detect(f"{error.message if error else ''}\n{stderr}\n{stdout}") \
+        if ctx.mode == "sim" and (structural == "error" or (ctx.is_script and exit_info)) else None
     if ctx.is_script:
         output_written = any(any(l.output_written) for l in launches) if launches else None
     elif graph and graph.get("status") in ("pass", "fail"):
@@ -243,6 +245,7 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         device_failed=bool(failed and failed["stage"] == "device"),
         contradictions=checked.contradictions, changed_after_launch=checked.changed_after_launch,
         version_skew=skewed.describe() if skewed else None,
+        sim_gap=gap,
         resource_limit=limit_reason,
     )
     verdict, precision, reason = verdicts.decide(ev)
@@ -271,6 +274,7 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         logs={"stdout": stdout[-TAIL_CHARS:], "stderr": stderr[-TAIL_CHARS:], "plog": plog[-TAIL_CHARS:]},
         job_dir=str(ctx.dirs.root), evidence_dir=str(found.get("dir") or ""), evidence=checked.summary(),
         version_skew=skewed.to_dict() if skewed and verdict == verdicts.VERSION_SKEW else None,
+        sim_gap=gap if verdict == verdicts.NOT_RUN else None,
     )
 
 

@@ -121,6 +121,8 @@ class CaseResult:
     evidence: dict[str, Any] = field(default_factory=dict)
     # Verdict version_skew: {installed, kind, names, evidence, found_by} (runtime.skew)
     version_skew: dict[str, Any] | None = None
+    # A not_run case SIM could not simulate on this host: what it lacks (runtime.simgap); no kernel defect
+    sim_gap: str | None = None
 
     @field_validator("verdict")
     @classmethod

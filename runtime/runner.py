@@ -32,6 +32,8 @@ DEFAULT_TIMEOUT_S = 300.0
 LIST_OUTPUT_BYTES = 1024 * 1024  # the tail of a `--list` run's stdout (and stderr) searched for case ids
 # `ID: x`, also behind logging's default `LEVEL:logger:` prefix (pypto configures the root logger at import).
 SCRIPT_CASE_ID = re.compile(r"^(?:[A-Z]+:[\w.]*:)?\s*(?:ID:\s*)(\S+)\s*$", re.MULTILINE)
+# Else a line that is one `group::case` id alone (pypto's matmul_ops.py / elementwise_ops.py examples).
+SCRIPT_NODE_ID = re.compile(r"^(?:[A-Z]+:[\w.]*:)?\s*([\w.-]+::[\w.\[\]-]+)\s*$", re.MULTILINE)
 MAIN_CASE = "main"
 STANDIN_NOTE = "stand-in: PTO Crosscheck's CPU torch_npu for SIM (docs/realops.md §2)"
 
@@ -253,7 +255,8 @@ class _CaseRunner:
         # `logging.basicConfig` writes to stderr: a listing logged with `LOGGER.info("ID: %s", ...)` is there.
         text = "\n".join(JobFiles(folder).text_tail(name, LIST_OUTPUT_BYTES)
                           for name in ("stdout.txt", "stderr.txt")) if folder else ""
-        ids = SCRIPT_CASE_ID.findall(text) or [i for i in self._beside_case_ids() if _listed(i, text)]
+        ids = SCRIPT_CASE_ID.findall(text) or SCRIPT_NODE_ID.findall(text) or [
+            i for i in self._beside_case_ids() if _listed(i, text)]
         return list(dict.fromkeys(ids))
 
     def _beside_case_ids(self) -> list[str]:
@@ -397,6 +400,10 @@ class _CaseRunner:
             request, dirs = self._package_request(case, f"{self.sub.name}-{case.id}-plain")
         request["graph_verify"]["enabled"] = False
         plain = self._finish(JobContext(**{**ctx.__dict__, "dirs": dirs}), request)
+        if plain.sim_gap:
+            plain.graph_verify = {"status": "unavailable", "metrics": None,
+                                  "reason": f"SIM stops before graph verify can judge: {plain.sim_gap}"}
+            return plain
         if plain.verdict in ("structural_error", "crash", "timeout", "resource_limit"):
             plain.graph_verify = {"status": "unavailable", "metrics": None,
                                   "reason": "the kernel fails to compile or run with and without graph verify"}

@@ -8,7 +8,7 @@
 | crash                 | the job process died: a signal (segfault, abort), an unexpected exit, or out-of-memory |
 | timeout               | the job ran past its wall-clock limit and was killed |
 | resource_limit        | the job hit one of its limits (memory, processes, disk) and was stopped; the reason names the limit and how to raise it |
-| not_run               | no kernel ran: the wrapper/script never launched a jit kernel, or the golden failed so the case could not be evaluated |
+| not_run               | no kernel ran: the wrapper/script never launched a jit kernel, or the golden failed so the case could not be evaluated, or SIM cannot simulate an op the kernel uses (runtime.simgap) |
 | suspect_fake_pass     | the result matches the golden (exactly or within tolerance) but the kernel cannot have produced it: no kernel launched, lint found a golden fallback, the kernel did not write the output that matches, or SIM (which has no data path) "wrote" it; also any job whose own report contradicts what the harness checked outside it (forged launches, edited harness code, metrics or bytes that disagree) |
 | sim_output_unwritten  | SIM compiled and ran the kernel but, as SIM always does on a CPU host, wrote no output: structure OK, no precision evidence |
 | sim_garbage_graph_ok  | as sim_output_unwritten, and graph verify ran the kernel's tensor graph on the CPU and matched the golden: the SIM garbage is benign; hardware precision still awaits the NPU |
@@ -75,6 +75,7 @@ class Evidence:
     device_failed: bool = False  # NPU: torch_npu or set_device failed before anything ran
     resource_limit: str = ""  # which limit stopped the job, and how to raise it (structural resource_limit)
     version_skew: str | None = None  # what the installed pypto lacks, when the failure says so (runtime.skew)
+    sim_gap: str | None = None  # what this host's SIM cannot simulate, when the failure says so (runtime.simgap)
 
 
 def decide(ev: Evidence) -> tuple[str, str, str]:
@@ -95,6 +96,10 @@ def decide(ev: Evidence) -> tuple[str, str, str]:
             f"the job's own report contradicts what the harness checked outside it: {ev.contradictions[0]}")
     if ev.version_skew and (ev.structural == "error" or (ev.is_script and ev.exit_code not in (0, None))):
         return VERSION_SKEW, "not_applicable", f"written for another pypto: {ev.version_skew}"
+    if ev.mode == "sim" and ev.sim_gap and (ev.structural == "error" or (ev.is_script and ev.exit_code not in (0, None))):
+        return NOT_RUN, "not_applicable", (
+            f"SIM cannot run this kernel on a CPU host: {ev.sim_gap}. Nothing is known about the kernel; judge it "
+            "on an NPU")
     if ev.is_script:
         return _decide_script(ev)
     if ev.structural == "error":

@@ -90,3 +90,48 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert found, "README.md has no test command"
     assert found.group(1) in (REPO / ".ci" / "run").read_text().splitlines()
     assert "coverage report" in found.group(1)
+
+
+def test_the_readme_names_every_verdict():
+    """Each per-case verdict has a row in the README's table, and each combined verdict is named."""
+    from runtime import verdicts
+    from server.services import combined
+
+    readme = (REPO / "README.md").read_text()
+    table = readme.split("## Verdicts per case", 1)[1].split("\n## ", 1)[0]
+    rows = set(re.findall(r"^\| `([a-z_]+)` \|", table, re.M))
+    assert rows == set(verdicts.VERDICTS), set(verdicts.VERDICTS) ^ rows
+    section = readme.split("## Combined verdict per operator case", 1)[1].split("\n## ", 1)[0]
+    missing = [name for name in combined.COMBINED if f"`{name}`" not in section]
+    assert not missing, missing
+
+
+# A repository path cited in prose: `runtime/x.py`, `tests/y.py::test_z`, `web/templates/`, globs.
+REPO_PATH = re.compile(r"(?<![\w/.~-])((?:runtime|server|web|worker|tests|bench|examples|jobqueue|migrations|docs)"
+                       r"/[\w./*-]*[\w*/])(?:::(\w+))?")
+# Paths in other repositories' layouts the docs describe: a pypto-gym checkout, a user's own NPU
+# suite in a CI example, hicann/pypto's examples.
+NOT_OURS = ("tests/ops/", "tests/npu", "examples/01_beginner/")
+
+
+def cited_paths() -> list[tuple[str, str, str | None]]:
+    """(where, path, test or None) for every repository path cited in docs/*.md and README.md."""
+    docs = [*sorted(DOCS.glob("*.md")), REPO / "README.md"]
+    return [(f"{doc.relative_to(REPO)}:{n}", m.group(1), m.group(2))
+            for doc in docs for n, line in enumerate(doc.read_text().splitlines(), 1)
+            for m in REPO_PATH.finditer(line) if not m.group(1).startswith(NOT_OURS)]
+
+
+def test_the_path_scan_sees_the_known_citations():
+    cited = {path for _, path, _ in cited_paths()}
+    assert {"runtime/child.py", "server/services/jobs.py", "tests/hostile/unfixed_sandbox.py"} <= cited
+
+
+def test_every_repository_path_cited_in_the_docs_exists():
+    problems = []
+    for where, path, test in cited_paths():
+        if not (any(REPO.glob(path)) if "*" in path else (REPO / path).exists()):
+            problems.append(f"{where}: {path} does not exist")
+        elif test and not re.search(rf"^\s*(async )?def {test}\b", (REPO / path).read_text(), re.M):
+            problems.append(f"{where}: {path} has no {test}")
+    assert not problems, "\n".join(problems)

@@ -2,7 +2,7 @@
 
 Exit codes: 0 the gate passed; 1 the gate failed (--fail-on); 2 unusable input (bad options or
 labels, nothing discovered, a refused token or request); 3 infrastructure (the server is
-unreachable, or results did not arrive within --timeout). Never 0 without having run something.
+unreachable, or results did not arrive within --wait-timeout). Never 0 without having run something.
 """
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ def _run(args: argparse.Namespace, err: Console) -> int:
 
 
 def _warn_without_workers(api: Api, modes: list[str], err: Console) -> None:
-    """Jobs of a mode no online worker serves wait in the queue: say so now, not at --timeout."""
+    """Jobs of a mode no online worker serves wait in the queue: say so now, not at --wait-timeout."""
     try:
         online = [w for w in api.json("GET", "/workers")["items"] if w.get("online")]
     except Refused:
@@ -241,7 +241,7 @@ def _wait(api: Api, run_id: int, err: Console, timeout_s: float | None) -> dict[
 
 class _TimedOut(Unreachable):
     def __init__(self, run: dict[str, Any]):
-        super().__init__(f"suite run {run['id']} is not finished after --timeout ({_states(run.get('progress') or {})}); "
+        super().__init__(f"suite run {run['id']} is not finished after --wait-timeout ({_states(run.get('progress') or {})}); "
                          f"its jobs go on: {run.get('url', '')}")
         self.run = run
 

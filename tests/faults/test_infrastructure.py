@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx2 as httpx
 import pytest
 
+from tests.conftest import missing_service
 from tests.e2e.conftest import FINISHED, Stack, free_port
 from tests.faults.conftest import SLEEPER, env_for, results_of, submit_sleeper
 
@@ -69,7 +70,7 @@ def private_redis(tmp_path: Path) -> Iterator[tuple[int, list[subprocess.Popen[b
         Stack.wait(lambda: _redis_up(port), 30, f"the private redis on {port}")
 
     if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")
+        missing_service("redis-server is not installed")
     start()
     yield port, procs, start  # type: ignore[misc]
     for proc in procs:
@@ -116,7 +117,7 @@ def test_a_redis_restart_with_queued_jobs_loses_none(tmp_path: Path, calculator_
 def private_postgres(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A throwaway PostgreSQL cluster (initdb as the postgres user) on a free port; (url, data dir)."""
     if shutil.which("initdb") is None or shutil.which("pg_ctl") is None or shutil.which("runuser") is None:
-        pytest.skip("initdb, pg_ctl and runuser are needed for a private PostgreSQL cluster")
+        missing_service("initdb, pg_ctl and runuser are needed for a private PostgreSQL cluster")
     data = Path("/tmp") / f"crosscheck-faults-pg-{free_port()}"
     data.mkdir()
     shutil.chown(data, "postgres", "postgres")

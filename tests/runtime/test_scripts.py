@@ -79,10 +79,15 @@ if __name__ == "__main__":
     assert [(c.case, c.verdict) for c in report.cases] == [("grp::one", "sim_output_unwritten")]
 
 
-def test_case_ids_a_script_lists_through_logging_are_its_cases(warm_sim, tmp_path):
+@pytest.mark.parametrize("listing", [
     # pypto configures the root logger at import, so `basicConfig` is a no-op and the ids reach stderr as
     # `INFO:__main__:  ID: one` (a gym script's `--list`, docs/realops.md §1).
-    body = '''
+    'LOGGER.info("  ID: %s", case_id)',
+    # bare `group::case` lines with an indented description (pypto's matmul_ops.py example)
+    'print(f"  grp::{case_id}\\n     what it tests\\n")',
+], ids=["logging", "bare-node-ids"])
+def test_case_ids_a_script_lists_are_its_cases(warm_sim, tmp_path, listing):
+    body = f'''
 import logging
 LOGGER = logging.getLogger(__name__)
 
@@ -90,12 +95,14 @@ if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if "--list" in sys.argv:
         for case_id in ("one", "two"):
-            LOGGER.info("  ID: %s", case_id)
+            {listing}
         sys.exit(0)
+    assert len([a for a in sys.argv[1:] if not a.startswith("--") and a != "sim"]) == 1, sys.argv
     x = torch.randn(16, 32)
     out = torch.empty_like(x)
     k(x, out)
 '''
     report = run(script(tmp_path, body), warm_sim, tmp_path)
-    assert [(c.case, c.verdict) for c in report.cases] == [("one", "sim_output_unwritten"),
-                                                          ("two", "sim_output_unwritten")]
+    prefix = "grp::" if "grp" in listing else ""
+    assert [(c.case, c.verdict) for c in report.cases] == [(prefix + "one", "sim_output_unwritten"),
+                                                          (prefix + "two", "sim_output_unwritten")]

@@ -170,3 +170,19 @@ def test_reading_in_memory_follows_the_same_rules(tmp_path):
         archive.read_files(evil, "evil.zip", lambda p: True, 1024, 10)
     good = archive.write_zip([("op/a.py", b"x"), ("op/big.py", b"y" * 2048), ("op/c.json", b"{}")])
     assert archive.read_files(good, "good.zip", lambda p: p.suffix == ".py", 1024, 10) == {"op/a.py": b"x"}
+
+
+def test_named_shapes_take_their_own_dtype_over_the_shared_one(tmp_path):
+    """gym case files: `<name>_shape` inputs share `dtype` unless `<name>_dtype` says otherwise."""
+    from runtime.cases import load_case_file
+
+    path = tmp_path / "test_cases.json"
+    path.write_text(json.dumps({"op_name": "add_norm", "test_cases": [{"id": "c1", "seed": 1, "input": {
+        "x1_shape": [4, 64], "x2_shape": [4, 64], "gamma_shape": [64],
+        "dtype": "bfloat16", "gamma_dtype": "float32"}}]}))
+    [case] = load_case_file(path, "add_norm").cases
+    assert [(i.name, i.shape, i.dtype) for i in case.inputs] == [
+        ("x1", [4, 64], "bfloat16"), ("x2", [4, 64], "bfloat16"), ("gamma", [64], "float32")]
+    path.write_text(path.read_text().replace('"gamma_dtype": "float32"', '"gamma_dtype": "float99"'))
+    with pytest.raises(SubmissionError, match="float99"):
+        load_case_file(path, "add_norm")

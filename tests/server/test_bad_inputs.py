@@ -1,4 +1,5 @@
-"""Hostile or impossible input gets a 4xx naming the problem (never a 500), and `crosscheck run` exits 2.
+"""Hostile or impossible input gets a 4xx naming the problem (never a 500), and `crosscheck run` exits 2
+with a one-line error.
 
 Each case here was a 500, a traceback or an unbounded buffer before (docs/SECURITY.md, "Bad input").
 """
@@ -163,4 +164,39 @@ def test_impossible_cases_exit_2_in_crosscheck_run(tmp_path: Path, change, words
                           capture_output=True, text=True, cwd=REPO, timeout=300)
     assert done.returncode == 2, done.stdout + done.stderr
     assert words in done.stderr and "Traceback" not in done.stderr
+    assert not list((tmp_path / "w").glob("jobs/*"))  # nothing ran
+
+
+def _non_utf8_member(path: Path) -> Path:
+    files = [(f"scale_add/{n}", t.encode()) for n, t in package_files("scale_add").items()]
+    path.write_bytes(tar_gz([*files, (b"scale_add/\xff\xfe.py", b"x = 1\n")]))
+    return path
+
+
+def _too_many_members(path: Path) -> Path:
+    from runtime.archive import MAX_MEMBERS
+
+    header = tarfile.TarInfo("e").tobuf(tarfile.GNU_FORMAT)
+    path.write_bytes(gzip.compress(header * (MAX_MEMBERS + 500) + b"\0" * 1024, compresslevel=1))
+    return path
+
+
+def _deeply_nested_cases(path: Path) -> Path:
+    path.mkdir()
+    for name, text in package_files("scale_add").items():
+        (path / name).write_text("[" * 100_000 + "]" * 100_000 if name == "test_cases.json" else text)
+    return path
+
+
+@pytest.mark.parametrize(("make", "name", "words"), [
+    (_non_utf8_member, "scale_add.tar.gz", "not UTF-8"),
+    (_too_many_members, "many.tar.gz", "too many members"),
+    (_deeply_nested_cases, "scale_add", "test_cases.json: nested too deeply")], ids=["non-utf8", "members", "nested"])
+def test_hostile_packages_exit_2_in_crosscheck_run(tmp_path: Path, make, name, words):
+    bad = make(tmp_path / name)
+    done = subprocess.run([sys.executable, "-m", "runtime", "run", str(bad), "--work-dir", str(tmp_path / "w")],
+                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and words in lines[0], done.stderr
     assert not list((tmp_path / "w").glob("jobs/*"))  # nothing ran

@@ -173,7 +173,7 @@ def test_only_the_named_operators_run(live, tmp_path):
 
 @pytest.mark.parametrize("problem", ["unreachable", "bad token", "read-only token", "empty checkout",
                                      "unknown operator", "unknown option", "bad label", "no suite",
-                                     "bad pypto version", "pypto no worker has"])
+                                     "bad pypto version", "pypto no worker has", "wrong token"])
 def test_the_client_fails_loudly(live, tmp_path, problem):
     checkout = make_checkout(tmp_path / "repo", ("alpha",))
     token: str | None = "submit"
@@ -195,6 +195,9 @@ def test_the_client_fails_loudly(live, tmp_path, problem):
         args += ["--label", "branch"]
     elif problem == "no suite":
         args = args[:5]
+    elif problem == "wrong token":
+        token = None
+        args += ["--token", "cc_not-a-token-the-server-issued"]
     elif problem == "bad pypto version":
         args += ["--pypto", "0.2 ; rm"]
     elif problem == "pypto no worker has":
@@ -206,7 +209,7 @@ def test_the_client_fails_loudly(live, tmp_path, problem):
     needle = {"unreachable": "cannot reach", "bad token": "token", "read-only token": "submit",
               "empty checkout": "no runnable operator", "unknown operator": "nosuchop",
               "unknown option": "unrecognized arguments", "bad label": "KEY=VALUE", "no suite": "--suite",
-              "bad pypto version": "is not a pypto version", "pypto no worker has": "no online worker has pypto 9.9.9"}[problem]
+              "bad pypto version": "is not a pypto version", "wrong token": "refused the token", "pypto no worker has": "no online worker has pypto 9.9.9"}[problem]
     assert needle in " ".join(proc.stderr.split()), (problem, proc.stderr)  # rich wraps at 80 columns
 
 

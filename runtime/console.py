@@ -194,10 +194,11 @@ def print_report(report: Report, console: Console | None = None) -> None:
 
 
 def _print_indented(console: Console, text: str, indent: int) -> None:
-    """Wrap at the console's width with a hanging indent, words kept whole, no trailing spaces."""
+    """Wrap at the console's width with a hanging indent, no trailing spaces; only a word longer than
+    a whole line (a long path) is split."""
     pad = " " * indent
     wrapped = textwrap.fill(text, width=max(console.width, indent + 20), initial_indent=pad,
-                            subsequent_indent=pad, break_long_words=False, break_on_hyphens=False)
+                            subsequent_indent=pad, break_long_words=True, break_on_hyphens=False)
     console.print(escape(wrapped), highlight=False, soft_wrap=True)
 
 

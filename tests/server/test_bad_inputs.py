@@ -1,4 +1,5 @@
-"""Hostile or impossible input gets a 4xx naming the problem (never a 500), and `crosscheck run` exits 2 with a one-line error.
+"""Hostile or impossible input gets a 4xx naming the problem (never a 500), and `crosscheck run` exits 2
+with a one-line error.
 
 Each case here was a 500, a traceback or an unbounded buffer before (docs/SECURITY.md, "Bad input").
 """

@@ -215,3 +215,12 @@ def test_the_chart_data_table_does_not_show_a_fake_pass_as_zero(client: TestClie
     table = get(client, "/operators/golden_fallback").find("details", cls="data").find("tbody")
     graph = table.find("tr").find_all("td")[4]
     assert "not written by the kernel" in graph.text() and graph.text() != "0"
+
+
+def test_npu_kernel_time_is_on_the_job_page_only_where_it_was_measured(client: TestClient,
+                                                                      info: dict[str, Any]) -> None:
+    sim_job, npu_job = info["partial_jobs"]
+    assert npu_job.mode == "npu"
+    timed = get(client, f"/jobs/{npu_job.id}").find("dd", cls="kernel-time")
+    assert timed.text() == "median 42 µs · IQR 41–43 µs · spread 4.76 % · 5 runs after 3 warmup"
+    assert get(client, f"/jobs/{sim_job.id}").find_all("dd", cls="kernel-time") == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from runtime import verdicts
+from runtime.warm.client import MALLOC_ARENA_MAX
 from tests.hostile.evidence_kit import NORMAL, package, run
 from tests.hostile.sandbox_kit import processes_of
 from tests.hostile.unfixed_sandbox import UnfixedLimitsParent, WatchdogWarmParent
@@ -62,6 +63,49 @@ while True:
     except OSError:
         time.sleep(0.01)
 '''
+
+# Eight threads hold malloc'd blocks at once, each in the arena glibc gave it; then the job counts
+# the arenas (malloc_info) and reads MALLOC_ARENA_MAX from its exec environment strings on the stack
+# page (its os.environ is the job's own, /proc/self/environ is closed to the job uid).
+ARENAS = r'''
+import ctypes, threading
+
+def arenas():
+    libc = ctypes.CDLL(None)
+    together = threading.Barrier(8)
+
+    def hold():
+        blocks = [bytearray(100_000) for _ in range(20)]
+        together.wait()
+        del blocks
+
+    threads = [threading.Thread(target=hold) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    libc.open_memstream.restype = ctypes.c_void_p
+    buf, size = ctypes.c_char_p(), ctypes.c_size_t()
+    stream = ctypes.c_void_p(libc.open_memstream(ctypes.byref(buf), ctypes.byref(size)))
+    libc.malloc_info(0, stream)
+    libc.fclose(stream)
+    count = ctypes.string_at(buf, size.value).count(b"<heap nr=")
+    stack = next(line.split()[0] for line in open("/proc/self/maps") if line.rstrip().endswith("[stack]"))
+    lo, hi = (int(v, 16) for v in stack.split("-"))
+    strings = ctypes.string_at(lo, hi - lo)
+    at = strings.find(b"\0MALLOC_ARENA_MAX=")
+    setting = strings[at + 1:strings.index(b"\0", at + 1)].decode() if at >= 0 else "unset"
+    return count, setting
+'''
+
+
+def test_glibc_in_the_job_keeps_to_malloc_arena_max(warm_sim, tmp_path):
+    body = "count, setting = arenas()\nraise RuntimeError(f'ARENAS {count} {setting}')\n"
+    case, _raw = run(package(tmp_path / "op", body, prelude=ARENAS), warm_sim, tmp_path / "w")
+    assert case.error is not None and "ARENAS" in case.error.message, (case.verdict, case.error)
+    count, setting = case.error.message.split("ARENAS ")[1].split()[:2]
+    assert setting == f"MALLOC_ARENA_MAX={MALLOC_ARENA_MAX}"
+    assert int(count) <= int(MALLOC_ARENA_MAX), f"{count} malloc arenas in a job with eight threads"
 
 
 def test_children_hogging_memory_are_stopped_as_a_resource_limit(warm_sim, tmp_path):

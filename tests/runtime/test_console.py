@@ -80,3 +80,18 @@ def test_a_fake_pass_never_reads_as_structure_ok() -> None:
         assert "unproven" in block and "structure ok" not in block, block
         others = "\n".join(lines[:fake])
         assert ("structure ok" if width == 80 else " ok ") in others
+
+
+def test_a_lint_finding_in_a_deep_checkout_path_stays_in_80_columns() -> None:
+    from runtime.report import LintFinding
+
+    report = _report()
+    deep = "src/experimental/fused_ops/inplace_add_rms_norm_with_quantisation/op_kernel/kernel_impl.py"
+    report.lint = [LintFinding(rule="golden-fallback", severity="error", file=deep, line=123,
+                               message="When the kernel call fails, this handler returns a torch result.")]
+    console = Console(width=80, record=True, force_terminal=False)
+    print_report(report, console)
+    lines = console.export_text().splitlines()
+    assert max(len(line) for line in lines) <= 80
+    lint = "".join(line.strip() for line in lines[lines.index("lint") + 1:])
+    assert f"{deep}:123" in lint and "[golden-fallback]" in lint

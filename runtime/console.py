@@ -170,7 +170,9 @@ def print_report(report: Report, console: Console | None = None) -> None:
             first = simgap.headline(case.error.message)[:200]
             console.print(f"[red]{escape(case.case)}[/]: {escape(case.error.type)}: {escape(first)}{escape(where)}")
     for case in report.cases:  # why the harness does not believe a result (docs/SECURITY.md), or skew
-        if (case.verdict in (verdicts.SUSPECT_FAKE_PASS, verdicts.VERSION_SKEW) or case.sim_gap) and case.verdict_reason:
+        own_check = bool((case.graph_verify or {}).get("own_check"))
+        if (case.verdict in (verdicts.SUSPECT_FAKE_PASS, verdicts.VERSION_SKEW) or case.sim_gap or own_check) \
+                and case.verdict_reason:
             _print_indented(console, f"{case.case}: {case.verdict_reason}", 0)
     grouped, noise = _group_diagnoses(report)
     if grouped:

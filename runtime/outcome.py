@@ -9,7 +9,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from runtime import corroborate, simgap, skew, verdict_diagnoses, verdicts
-from runtime.diagnose import diagnose
+from runtime.diagnose import diagnose, is_user_file
 from runtime.jobenv import JobDirs
 from runtime.jobfiles import JobFiles
 from runtime.pypto_api import installed_version
@@ -214,7 +214,8 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
     script = _script_evidence(events, stdout) if ctx.is_script else None
     if script and script["asserts"] and metrics is None:
         metrics = _worst_assert(script["asserts"])
-    graph = _script_graph(events, script, structural) if script is not None else \
+    after_launches = _raised_after_launches(failed, launches, structural)
+    graph = _script_graph(events, script, structural, failed if after_launches else None) if script is not None else \
         _graph_verify(events, result_ev, ctx, checked)
     pypto_version = installed_version() or "not installed"
     skewed = None
@@ -240,6 +241,7 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         asserts_failed=script["asserts_failed"] if script else 0,
         asserts_failed_unwritten=script["asserts_failed_unwritten"] if script else 0,
         failed_type=str(failed.get("type", "")) if failed else "",
+        raised_after_launches=after_launches,
         markers=script["markers"] if script else {},
         graph_status=graph.get("status") if graph else None,
         device_failed=bool(failed and failed["stage"] == "device"),
@@ -318,7 +320,15 @@ def _graph_verify(events: list[dict[str, Any]], result_ev: dict[str, Any] | None
     return gv
 
 
-def _script_graph(events: list[dict[str, Any]], script: dict[str, Any], structural: str) -> dict[str, Any] | None:
+def _raised_after_launches(failed: dict[str, Any] | None, launches: list[Launch], structural: str) -> bool:
+    """The test's own code raised after its kernels ran: every launch returned, and the failing frame is the
+    submission's (a check of its own, or a test error; not the kernel, whose launch would carry the error)."""
+    return bool(structural == "error" and failed and launches and not any(l.error for l in launches)
+                and failed.get("file") and is_user_file(str(failed["file"])))
+
+
+def _script_graph(events: list[dict[str, Any]], script: dict[str, Any], structural: str,
+                  own_failure: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """Graph verify of a script or test module: its own asserts judged the graph's result (docs/realops.md §4).
 
     pass: every assert on a graph-written output passed; fail: one failed; no_compare: no assert
@@ -330,6 +340,16 @@ def _script_graph(events: list[dict[str, Any]], script: dict[str, Any], structur
     if not setup.get("available"):
         return {"status": "unavailable", "reason": str(setup.get("reason", "")), "metrics": None}
     judged = [a for a in script["asserts"] if isinstance(a.get("graph"), dict) and a["graph"].get("on_graph_result")]
+    if not judged and own_failure:
+        # The test judged the graph's CPU result with a check the harness cannot read (docs/realops.md §4).
+        where = f"{own_failure.get('type') or 'an exception'} at {own_failure.get('file')}:{own_failure.get('line')}"
+        if own_failure.get("type") == "AssertionError":
+            return {"status": "fail", "metrics": None, "own_check": True,
+                    "reason": f"the test's own assert failed ({where}) on the tensor graph's CPU result"}
+        return {"status": "unavailable", "metrics": None, "own_check": True,
+                "reason": f"the kernels ran; then the test's own code raised {where} with the tensor graph's CPU "
+                          "result in their outputs: a failed check of its own or a test error, the harness cannot "
+                          "tell which"}
     if not judged and structural == "error":
         return {"status": "unavailable", "reason": "the script did not run to completion", "metrics": None,
                 "active": True}

@@ -68,6 +68,7 @@ class Evidence:
     asserts_failed: int = 0
     asserts_failed_unwritten: int = 0  # failed on a kernel argument that SIM never wrote (runtime.instrument)
     failed_type: str = ""  # the exception that ended the stage, if any
+    raised_after_launches: bool = False  # the test's own code raised after every launch returned (runtime.outcome)
     markers: dict[str, int] = field(default_factory=dict)
     # where the job's report disagrees with the harness's own checks (runtime.corroborate)
     contradictions: list[str] = field(default_factory=list)
@@ -171,6 +172,11 @@ def _decide_script(ev: Evidence) -> tuple[str, str, str]:
     if ev.exit_code not in (0, None) or ev.structural == "error":
         if failed_precision and ev.kernel_launches > 0 and ev.mode == "npu":
             return PRECISION_FAIL, "fail", "the script's precision check failed"
+        if ev.raised_after_launches and ev.kernel_launches > 0:
+            return STRUCTURAL_ERROR, "not_applicable", (
+                f"the kernels ran to completion; then the test's own code raised {ev.failed_type or 'an exception'} "
+                "(no assert the harness reads): a failed check of its own or an error in the test, the harness "
+                "cannot tell which; see the error")
         if ev.kernel_launches == 0 and ev.structural != "error":
             return NOT_RUN, "not_applicable", f"the script exited with code {ev.exit_code} before any kernel ran"
         return STRUCTURAL_ERROR, "not_applicable", f"the script failed (exit code {ev.exit_code})"

@@ -24,7 +24,7 @@ _.first_job_id, _.graph_max_abs_diff_min, _.utilization_min  # server/schemas/op
 _.next_before, _.removed  # server/schemas/audit.py, server/schemas/worker.py
 
 # Read by Jinja templates (web/templates/).
-_.y_label, _.x_ticks, _.span_us  # _charts.html
+_.y_label, _.x_ticks, _.span_us, _.circles  # _charts.html
 _.reproduce  # job.html
 _.last_at  # _commit_history.html
 

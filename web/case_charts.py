@@ -44,7 +44,7 @@ def build(session: Session, operator_id: int, window: history.Window, runs: list
           verdicts: dict[str, str]) -> PerCase:
     """One query for every case's points; `runs` (the all-cases points) give the shared x slots."""
     by_case = history.case_history(session, operator_id, window)
-    if not by_case:
+    if len(by_case) < 2:  # one case: the main chart already is that case
         return PerCase()
     names = order(by_case, verdicts)
     shown = names[:MAX_CASES]

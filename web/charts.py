@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from markupsafe import Markup, escape
+
 WIDTH, HEIGHT = 760, 320  # the history chart and the lanes, in CSS pixels at their natural size
 SMALL_WIDTH, SMALL_HEIGHT = 520, 200  # the cost trends, two side by side
 LEFT, RIGHT, TOP, BOTTOM = 64, 24, 14, 34
@@ -31,6 +33,16 @@ class Series:
     @property
     def path(self) -> str:
         return " ".join(f"{p['x']:.1f},{p['y']:.1f}" for p in self.points)
+
+    @property
+    def circles(self) -> Markup:
+        """The points as SVG circles with their tooltips, built here in one pass: an operator page holds
+        thousands of them (the per-case charts) and a template loop over each costs tens of ms."""
+        r = 4 if len(self.points) < 60 else 2.5
+        return Markup("".join(
+            f'<circle cx="{p["x"]:.1f}" cy="{p["y"]:.1f}" r="{r}"'
+            + (f' class="{escape(p["marker"])}"' if p["marker"] else "")
+            + f"><title>{escape(p['title'])}</title></circle>" for p in self.points))
 
 
 @dataclass

@@ -49,10 +49,10 @@ def operator_history(session: Session, operator_id: int, w: Window) -> History:
 
     With w.case: that case's values in the runs that stored it (NotFound for a case the operator
     never had); the daily aggregates are per operator, so none come with it."""
+    if w.case is not None:
+        _check_case(session, operator_id, w.case)
     runs, more = _window_runs(session, operator_id, w)
     points = _aggregate(session, [r.id for r in runs], {r.id: r for r in runs}, w.case)
-    if w.case is not None and not points:
-        _check_case(session, operator_id, w.case)
     points.sort(key=lambda p: (p["created_at"], p["job_id"]))
     if w.buckets:
         points = downsample(points, w.buckets)
@@ -99,7 +99,7 @@ def _window_runs(session: Session, operator_id: int, w: Window) -> tuple[list[An
 
 
 def _check_case(session: Session, operator_id: int, case: str) -> None:
-    """NotFound naming the case unless the operator has (or had) it: its case state, else any result."""
+    """NotFound naming the case unless the operator has it: its case state (one key lookup), else any result."""
     if session.get(CaseState, (operator_id, case)) is not None:
         return
     if session.scalar(select(CaseResult.id).where(CaseResult.operator_id == operator_id, CaseResult.case == case)

@@ -49,6 +49,8 @@ def wide(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient,
         session.execute(insert(CaseState), [
             {"operator_id": op, "case": c, "combined_verdict": "kernel_defect" if c in DEFECTS else "pass"}
             for c in [*CASES, "npu_only"]])
+        single = add_operator(session, "single_case_op")
+        add_runs(session, single, [Run(T0 + timedelta(days=d), "npu", {"only": ("pass", 1e-4)}) for d in range(3)])
         secret = tokens.create(session, "reader", ["read"])[1]
     stored = {(jobs[2 * r + 1], c): npu_diff(c, r) for r in range(3) for c in CASES}
     stored.update({(jobs[2 * r + 1], "npu_only"): 5e-7 for r in range(3)})
@@ -117,3 +119,9 @@ def test_one_case_alone(wide) -> None:
     assert set(point_values(npu_only, "NPU").values()) == {"5.00e-7"}
     missing = client.get("/operators/wide_op?case=no_such_case")
     assert missing.status_code == 404 and "no_such_case" in missing.text
+
+
+def test_one_case_operator_has_no_per_case_section(wide) -> None:
+    client, _ = wide
+    page = get(client, "/operators/single_case_op")
+    assert page.find("svg", id="history-chart") and not figures(page) and not page.find_all(id="h-per-case")

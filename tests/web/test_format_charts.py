@@ -111,3 +111,26 @@ def test_source_from_a_tarball() -> None:
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
     assert source.bundle_sources(buf.getvalue(), "pkg.tar.gz") == {"pkg/k_impl.py": "line1\nline2\n"}
+
+
+def test_cases_share_the_frame_of_the_operators_runs() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 12, 1, tzinfo=UTC)
+    at = [t0, t0, t0 + timedelta(hours=1), t0 + timedelta(days=1)]
+    runs = [dict(run(j + 1, m, 1e-3), created_at=at[j], first_job_id=j + 1)
+            for j, m in enumerate(("sim", "npu", "sim", "npu"))]
+    a = [dict(runs[0], max_abs_diff=1e-5), dict(runs[3], max_abs_diff=2e-4)]
+    b = [dict(runs[2], max_abs_diff=1e35, graph_max_abs_diff=0.0)]  # b ran in the second submission only
+    # a downsampled point starting inside the second slot belongs to it
+    c = [dict(run(9, "npu", 5e-5), created_at=t0 + timedelta(hours=2), first_job_id=9)]
+    frame = diff_chart.frame_for(runs, a + b + c)
+    charts_ = [diff_chart.build(points, frozenset(), frame, small=True) for points in (a, b, c)]
+    assert len({tuple(t["label"] for t in ch.y_ticks) for ch in charts_}) == 1 and all(ch.band for ch in charts_)
+    assert charts_[0].width == charts.SMALL_WIDTH and charts_[0].x_ticks[-1]["label"].startswith("12-02")
+    slot_x = [charts_[0].x_ticks[0]["x"], None, charts_[0].x_ticks[-1]["x"]]
+    by = {s.name: [p["x"] for p in s.points] for s in charts_[0].series}
+    assert by == {"SIM raw": [slot_x[0] - 8], "NPU": [slot_x[2] + 8]}
+    middle = [p["x"] for s in charts_[1].series for p in s.points if s.name == "SIM raw"]
+    assert slot_x[0] < middle[0] + 8 < slot_x[2]
+    assert [p["x"] for s in charts_[2].series for p in s.points] == [middle[0] + 16]

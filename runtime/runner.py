@@ -226,6 +226,8 @@ class _CaseRunner:
             return [TestFunction(f) for f in functions if f in wanted] or [TestFunction(f) for f in wanted]
         if self.options.cases:
             return list(self.options.cases)
+        if not testmodule.answers_list(path) and testmodule.strict_argparse(path):
+            return [MAIN_CASE]  # its argparse would exit 2 on `--list` (or on a guessed case id): run it whole
         listed = self._discover_script_cases()
         if listed or self.list_run is not None or self.list_printed:
             # A listing printed in a form we cannot read ("1. description"): run whole, not guess arguments.
@@ -427,7 +429,7 @@ class _CaseRunner:
     def _mode_args(self) -> list[str]:
         """`--run_mode MODE` for a script that takes it; a script without the option would reject it."""
         assert self.sub.script is not None
-        return ["--run_mode", self.options.mode] if testmodule.takes_run_mode(self.sub.root / self.sub.script) else []
+        return testmodule.run_mode_args(self.sub.root / self.sub.script, self.options.mode)
 
     def _script_context(self, case_id: str, dirs: JobDirs) -> JobContext:
         return JobContext(operator=self.sub.name, case=case_id, mode=self.options.mode, dirs=dirs,

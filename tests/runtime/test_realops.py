@@ -93,7 +93,7 @@ def test_a_literal_import_module_is_followed_and_a_script_without_run_mode_is_no
     assert "tests/ops/vector/ScaleShift/scale_shift_golden.py" in sub.files
     from runtime import testmodule
 
-    assert not testmodule.takes_run_mode(SCALE_SHIFT) and testmodule.takes_run_mode(AXPY)
+    assert testmodule.run_mode_args(SCALE_SHIFT, "sim") == [] and testmodule.run_mode_args(AXPY, "sim")
 
 
 def test_npu_first_script_runs_unchanged_and_its_asserts_judge_the_graph(warm_sim, calculator_cache, tmp_path):

@@ -129,3 +129,24 @@ if __name__ == "__main__":
 '''
     report = run(script(tmp_path, body), warm_sim, tmp_path)
     assert [(c.case, c.verdict) for c in report.cases] == [("main", "sim_output_unwritten")]
+
+
+@pytest.mark.parametrize("option", ['"--run-mode", default="npu", choices=["npu"]',
+                                    '"--run-mode", default="npu", choices=["npu", "sim"]'])
+def test_the_run_mode_option_is_given_as_the_script_spells_and_allows_it(warm_sim, tmp_path, option):
+    # gym GatherPaKvCache: `--run-mode` with a dash, and only "npu" allowed: `--run_mode sim` made argparse exit 2.
+    # No `--list` option either: asking for the listing made it exit 2 as well.
+    body = f'''
+import argparse
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument({option})
+    args = parser.parse_args()
+    assert args.run_mode == ("sim" if "sim" in {option!r} else "npu"), args
+    x = torch.randn(16, 32)
+    out = torch.empty_like(x)
+    k(x, out)
+'''
+    report = run(script(tmp_path, body), warm_sim, tmp_path)
+    assert [(c.case, c.verdict) for c in report.cases] == [("main", "sim_output_unwritten")], report.cases[0].error

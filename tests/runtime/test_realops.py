@@ -465,12 +465,12 @@ def test_a_caught_parser_error_on_a_call_of_another_pypto_is_version_skew(warm_s
     assert case.verdict == "version_skew", case.verdict_reason
 
 
-def test_an_op_sim_cannot_simulate_is_not_run_and_no_kernel_defect(warm_sim, calculator_cache, tmp_path):
+def test_an_op_sim_cannot_simulate_is_sim_unsupported_and_no_kernel_defect(warm_sim, calculator_cache, tmp_path):
     # pypto.gathermask compiles, but the 0.2.0 SIM cost model has no pipe for GATHER_MASK (gym InterleaveRope).
     from runtime import exit_codes
     package = REPO / "tests/fixtures/diagnosis/sim-opcode-unsupported"
     report = run_submission(package, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path), warm=warm_sim)
     case = report.cases[0]
-    assert (case.verdict, case.diagnosis[0].rule) == ("not_run", "sim-opcode-unsupported"), case.verdict_reason
+    assert (case.verdict, case.diagnosis[0].rule) == ("sim_unsupported", "sim-opcode-unsupported"), case.verdict_reason
     assert "GATHER_MASK" in (case.sim_gap or "") and "SIM stops" in case.graph_verify["reason"]
     assert exit_codes.of_cases(report.cases, "sim") == exit_codes.INFRA

@@ -222,7 +222,7 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
     if structural == "error" or (ctx.is_script and exit_info):
         skewed = skew.detect(error, stderr + "\n" + stdout, ctx.skew_findings or [], pypto_version)
     gap = simgap.detect(f"{error.message if error else ''}\n{stderr}\n{stdout}") \
-        if ctx.mode == "sim" and (structural == "error" or (ctx.is_script and exit_info)) else None
+        if ctx.mode == "sim" and (structural in ("error", "not_run") or (ctx.is_script and exit_info)) else None
     if ctx.is_script:
         output_written = any(any(l.output_written) for l in launches) if launches else None
     elif graph and graph.get("status") in ("pass", "fail"):

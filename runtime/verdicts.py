@@ -99,9 +99,10 @@ def decide(ev: Evidence) -> tuple[str, str, str]:
             f"the job's own report contradicts what the harness checked outside it: {ev.contradictions[0]}")
     if ev.version_skew and (ev.structural == "error" or (ev.is_script and ev.exit_code not in (0, None))):
         return VERSION_SKEW, "not_applicable", f"written for another pypto: {ev.version_skew}"
-    if ev.mode == "sim" and ev.sim_gap and (ev.structural == "error" or (ev.is_script and ev.exit_code not in (0, None))):
+    if ev.mode == "sim" and ev.sim_gap and (ev.structural in ("error", "not_run")
+                                            or (ev.is_script and ev.exit_code not in (0, None))):
         return SIM_UNSUPPORTED, "not_applicable", (
-            f"SIM cannot run this kernel on a CPU host: {ev.sim_gap}. Nothing is known about the kernel; judge it "
+            f"SIM cannot judge this case on a CPU host: {ev.sim_gap}. Nothing is known about the kernel; judge it "
             "on an NPU")
     if ev.is_script:
         return _decide_script(ev)

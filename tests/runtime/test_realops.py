@@ -316,18 +316,24 @@ import torch_npu
 
 
 def test_fused(device):
+    torch_npu.npu.config.allow_internal_format = True  # before an NZ cast (gym quant_matmul_reduce_sum)
     x = torch.ones(4, device=device)
+    assert torch_npu.Format.FRACTAL_NZ == 29
     return torch_npu.npu_rms_norm(x, x)
 '''
 
 
-def test_a_fused_torch_npu_op_is_not_run_with_one_line_naming_it(warm_sim, tmp_path):
+def test_a_fused_torch_npu_op_is_sim_unsupported_with_one_line_naming_it(warm_sim, tmp_path):
+    from runtime import exit_codes
     path = tmp_path / "test_fused.py"
     path.write_text(FUSED)
-    case = run_submission(path, RunOptions(graph_verify=False, work_dir=tmp_path / "w"), warm=warm_sim).cases[0]
-    assert case.verdict == "not_run", case.verdict_reason
+    report = run_submission(path, RunOptions(graph_verify=False, work_dir=tmp_path / "w"), warm=warm_sim)
+    case = report.cases[0]
+    assert case.verdict == "sim_unsupported", case.verdict_reason
     assert case.error.type == "NeedsRealNpu"
     assert case.error.message == "torch_npu.npu_rms_norm() needs a real NPU: the SIM stand-in for torch_npu cannot run it"
+    assert "torch_npu.npu_rms_norm()" in case.sim_gap  # SIM cannot judge it: no kernel defect (exit 3)
+    assert exit_codes.of_cases(report.cases, "sim") == exit_codes.INFRA
 
 
 

@@ -104,4 +104,5 @@ def test_a_case_sim_cannot_simulate_reads_structure_unknown() -> None:
     print_report(report, console)
     lines = console.export_text().splitlines()
     at = next(i for i, line in enumerate(lines) if "sim_unsupported" in line)
-    assert "structure unknown" in "\n".join(lines[at:at + 3]) and "structure error" not in "\n".join(lines[at:at + 3])
+    block = "\n".join(lines[at:at + 4])
+    assert "structure unknown" in block and "structure error" not in block, block

@@ -276,7 +276,7 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         logs={"stdout": stdout[-TAIL_CHARS:], "stderr": stderr[-TAIL_CHARS:], "plog": plog[-TAIL_CHARS:]},
         job_dir=str(ctx.dirs.root), evidence_dir=str(found.get("dir") or ""), evidence=checked.summary(),
         version_skew=skewed.to_dict() if skewed and verdict == verdicts.VERSION_SKEW else None,
-        sim_gap=gap if verdict == verdicts.NOT_RUN else None,
+        sim_gap=gap if verdict == verdicts.SIM_UNSUPPORTED else None,
     )
 
 

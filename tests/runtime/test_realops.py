@@ -323,13 +323,13 @@ def test_fused(device):
 '''
 
 
-def test_a_fused_torch_npu_op_is_not_run_with_one_line_naming_it(warm_sim, tmp_path):
+def test_a_fused_torch_npu_op_is_sim_unsupported_with_one_line_naming_it(warm_sim, tmp_path):
     from runtime import exit_codes
     path = tmp_path / "test_fused.py"
     path.write_text(FUSED)
     report = run_submission(path, RunOptions(graph_verify=False, work_dir=tmp_path / "w"), warm=warm_sim)
     case = report.cases[0]
-    assert case.verdict == "not_run", case.verdict_reason
+    assert case.verdict == "sim_unsupported", case.verdict_reason
     assert case.error.type == "NeedsRealNpu"
     assert case.error.message == "torch_npu.npu_rms_norm() needs a real NPU: the SIM stand-in for torch_npu cannot run it"
     assert "torch_npu.npu_rms_norm()" in case.sim_gap  # SIM cannot judge it: no kernel defect (exit 3)
@@ -471,12 +471,12 @@ def test_a_caught_parser_error_on_a_call_of_another_pypto_is_version_skew(warm_s
     assert case.verdict == "version_skew", case.verdict_reason
 
 
-def test_an_op_sim_cannot_simulate_is_not_run_and_no_kernel_defect(warm_sim, calculator_cache, tmp_path):
+def test_an_op_sim_cannot_simulate_is_sim_unsupported_and_no_kernel_defect(warm_sim, calculator_cache, tmp_path):
     # pypto.gathermask compiles, but the 0.2.0 SIM cost model has no pipe for GATHER_MASK (gym InterleaveRope).
     from runtime import exit_codes
     package = REPO / "tests/fixtures/diagnosis/sim-opcode-unsupported"
     report = run_submission(package, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path), warm=warm_sim)
     case = report.cases[0]
-    assert (case.verdict, case.diagnosis[0].rule) == ("not_run", "sim-opcode-unsupported"), case.verdict_reason
+    assert (case.verdict, case.diagnosis[0].rule) == ("sim_unsupported", "sim-opcode-unsupported"), case.verdict_reason
     assert "GATHER_MASK" in (case.sim_gap or "") and "SIM stops" in case.graph_verify["reason"]
     assert exit_codes.of_cases(report.cases, "sim") == exit_codes.INFRA

@@ -82,9 +82,12 @@ def _rows(report: Report) -> list[list[str]]:
 
 
 def _structure_text(case: CaseResult) -> str:
-    """The job's structural status, unless the verdict shows the kernel never ran (a fake pass)."""
+    """The job's structural status, unless the verdict says it shows nothing about the kernel: a fake
+    pass never ran it, and a SIM that cannot simulate it stopped for its own reasons."""
     if case.structural == "ok" and case.verdict == verdicts.SUSPECT_FAKE_PASS:
         return "unproven"
+    if case.verdict == verdicts.SIM_UNSUPPORTED:
+        return "unknown"
     return case.structural
 
 

@@ -5,7 +5,7 @@
 | 0    | acceptable: every case got an acceptable verdict for its mode |
 | 1    | kernel defect: at least one case shows the kernel is wrong (or the submission never ran one) |
 | 2    | unusable input: the submission (or its golden) cannot be judged, or the server refused it, or it was written for another pypto than the one that ran it (version_skew: no fault of the kernel, and a retry will not help) |
-| 3    | infrastructure: our side failed, no online worker/host can run the mode (or this host's SIM cannot simulate the kernel: not_run with a sim_gap), or a case hit the job's memory, process or disk limit (resource_limit: raise it with the flag its reason names); nothing is known about the kernel |
+| 3    | infrastructure: our side failed, no online worker/host can run the mode (or this host's SIM cannot simulate the kernel: sim_unsupported), or a case hit the job's memory, process or disk limit (resource_limit: raise it with the flag its reason names); nothing is known about the kernel |
 
 When cases disagree, a kernel defect wins (it is a fact about the kernel), then unusable input,
 then infrastructure.
@@ -28,7 +28,7 @@ def of_case(verdict: str, mode: str, stage: str = "", sim_gap: str = "") -> int:
     host's SIM cannot simulate (3: no capable host here, runtime.simgap)."""
     if verdicts.acceptable(verdict, mode):
         return OK
-    if verdict == verdicts.NOT_RUN and sim_gap:
+    if verdict == verdicts.SIM_UNSUPPORTED or (verdict == verdicts.NOT_RUN and sim_gap):
         return INFRA
     if verdict == verdicts.NOT_RUN and stage == "golden":
         return UNUSABLE

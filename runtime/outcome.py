@@ -222,7 +222,7 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
     if structural == "error" or (ctx.is_script and exit_info):
         skewed = skew.detect(error, stderr + "\n" + stdout, ctx.skew_findings or [], pypto_version)
     gap = simgap.detect(f"{error.message if error else ''}\n{stderr}\n{stdout}") \
-        if ctx.mode == "sim" and (structural == "error" or (ctx.is_script and exit_info)) else None
+        if ctx.mode == "sim" and (structural in ("error", "not_run") or (ctx.is_script and exit_info)) else None
     if ctx.is_script:
         output_written = any(any(l.output_written) for l in launches) if launches else None
     elif graph and graph.get("status") in ("pass", "fail"):
@@ -276,7 +276,7 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         logs={"stdout": stdout[-TAIL_CHARS:], "stderr": stderr[-TAIL_CHARS:], "plog": plog[-TAIL_CHARS:]},
         job_dir=str(ctx.dirs.root), evidence_dir=str(found.get("dir") or ""), evidence=checked.summary(),
         version_skew=skewed.to_dict() if skewed and verdict == verdicts.VERSION_SKEW else None,
-        sim_gap=gap if verdict == verdicts.NOT_RUN else None,
+        sim_gap=gap if verdict == verdicts.SIM_UNSUPPORTED else None,
     )
 
 

@@ -196,6 +196,7 @@ class _CaseRunner:
         self.sandbox_info: dict[str, Any] | None = None
         self.standin_used = False  # a SIM case imported the torch_npu stand-in (runtime.standin)
         self.list_run: tuple[JobContext, dict[str, Any]] | None = None  # a `--list` ask that ran the script whole
+        self.list_printed = False  # that `--list` printed something on stdout
         self.test_double = False  # NPU runs on our tests' torch_npu double: no precision evidence
         self._count = 0
 
@@ -225,10 +226,13 @@ class _CaseRunner:
             return [TestFunction(f) for f in functions if f in wanted] or [TestFunction(f) for f in wanted]
         if self.options.cases:
             return list(self.options.cases)
+        if not testmodule.answers_list(path) and testmodule.strict_argparse(path):
+            return [MAIN_CASE]  # its argparse would exit 2 on `--list` (or on a guessed case id): run it whole
         listed = self._discover_script_cases()
-        if listed or self.list_run is not None:
+        if listed or self.list_run is not None or self.list_printed:
+            # A listing printed in a form we cannot read ("1. description"): run whole, not guess arguments.
             return listed or [MAIN_CASE]
-        # `--list` exited cleanly and printed no id (it logs where we cannot read): the gym convention of
+        # `--list` exited cleanly and printed nothing (it logs where we cannot read): the gym convention of
         # `test_x.py CASE_ID` with the ids of the test_cases.json beside it, as discovery lists them.
         return self._beside_case_ids() or [MAIN_CASE]
 
@@ -253,8 +257,10 @@ class _CaseRunner:
             return []
         folder = (result.get("evidence") or {}).get("dir")
         # `logging.basicConfig` writes to stderr: a listing logged with `LOGGER.info("ID: %s", ...)` is there.
-        text = "\n".join(JobFiles(folder).text_tail(name, LIST_OUTPUT_BYTES)
-                          for name in ("stdout.txt", "stderr.txt")) if folder else ""
+        stdout, stderr = (JobFiles(folder).text_tail(name, LIST_OUTPUT_BYTES) if folder else ""
+                          for name in ("stdout.txt", "stderr.txt"))
+        self.list_printed = bool(stdout.strip())
+        text = f"{stdout}\n{stderr}"
         ids = SCRIPT_CASE_ID.findall(text) or SCRIPT_NODE_ID.findall(text) or [
             i for i in self._beside_case_ids() if _listed(i, text)]
         return list(dict.fromkeys(ids))
@@ -423,7 +429,7 @@ class _CaseRunner:
     def _mode_args(self) -> list[str]:
         """`--run_mode MODE` for a script that takes it; a script without the option would reject it."""
         assert self.sub.script is not None
-        return ["--run_mode", self.options.mode] if testmodule.takes_run_mode(self.sub.root / self.sub.script) else []
+        return testmodule.run_mode_args(self.sub.root / self.sub.script, self.options.mode)
 
     def _script_context(self, case_id: str, dirs: JobDirs) -> JobContext:
         return JobContext(operator=self.sub.name, case=case_id, mode=self.options.mode, dirs=dirs,

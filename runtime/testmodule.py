@@ -42,20 +42,49 @@ def answers_list(path: Path) -> bool:
     return any(isinstance(n, ast.Constant) and n.value == "--list" for n in ast.walk(tree))
 
 
-def takes_run_mode(path: Path) -> bool:
-    """False for a file whose argparse names no `--run_mode`/`--run-mode` option: `parse_args` would reject it.
+RUN_MODE_OPTIONS = ("--run_mode", "--run-mode")
 
-    Files that read sys.argv themselves (or parse_known_args) take it, as the hicann/pypto examples do.
+
+def strict_argparse(path: Path) -> bool:
+    """Whether the file parses its arguments with argparse's `parse_args`: an option it does not name exits 2."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError, OSError):
+        return False
+    called = {n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+              for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    return "ArgumentParser" in called and "parse_known_args" not in called
+
+
+def run_mode_args(path: Path, mode: str) -> list[str]:
+    """The run-mode option to give a test file, as it spells it, or none when it would refuse it.
+
+    A file whose argparse (no `parse_known_args`) names no `--run_mode`/`--run-mode` option, or whose option
+    lists `choices` without this mode (`choices=["npu"]`), gets none: `parse_args` would exit 2 on it. Files
+    that read sys.argv themselves take `--run_mode MODE`, as the hicann/pypto examples do.
     """
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, OSError):
-        return True
+        return ["--run_mode", mode]
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    for call in calls:
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument"):
+            continue
+        flags = [a.value for a in call.args if isinstance(a, ast.Constant) and a.value in RUN_MODE_OPTIONS]
+        if not flags:
+            continue
+        choices = next((k.value for k in call.keywords if k.arg == "choices"), None)
+        if isinstance(choices, (ast.List, ast.Tuple, ast.Set)):
+            allowed = {e.value for e in choices.elts if isinstance(e, ast.Constant)}
+            if len(allowed) == len(choices.elts) and mode not in allowed:
+                return []
+        return [flags[0], mode]
     names = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
-    called = {n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
-              for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    strict = "ArgumentParser" in called and "parse_known_args" not in called
-    return not strict or bool(names & {"--run_mode", "--run-mode"})
+    spelled = [o for o in RUN_MODE_OPTIONS if o in names]
+    if not spelled and strict_argparse(path):
+        return []
+    return [spelled[0] if spelled else "--run_mode", mode]
 
 
 def call(script: Path, function: str, mode: str, device: str) -> None:

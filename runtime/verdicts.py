@@ -8,7 +8,8 @@
 | crash                 | the job process died: a signal (segfault, abort), an unexpected exit, or out-of-memory |
 | timeout               | the job ran past its wall-clock limit and was killed |
 | resource_limit        | the job hit one of its limits (memory, processes, disk) and was stopped; the reason names the limit and how to raise it |
-| not_run               | no kernel ran: the wrapper/script never launched a jit kernel, or the golden failed so the case could not be evaluated, or SIM cannot simulate an op the kernel uses (runtime.simgap) |
+| not_run               | no kernel ran: the wrapper/script never launched a jit kernel, or the golden failed so the case could not be evaluated |
+| sim_unsupported       | SIM mode only: this host's simulator cannot simulate an op the kernel uses (runtime.simgap), so nothing is known about the kernel; only an NPU can judge it. Not a kernel defect |
 | suspect_fake_pass     | the result matches the golden (exactly or within tolerance) but the kernel cannot have produced it: no kernel launched, lint found a golden fallback, the kernel did not write the output that matches, or SIM (which has no data path) "wrote" it; also any job whose own report contradicts what the harness checked outside it (forged launches, edited harness code, metrics or bytes that disagree) |
 | sim_output_unwritten  | SIM compiled and ran the kernel but, as SIM always does on a CPU host, wrote no output: structure OK, no precision evidence |
 | sim_garbage_graph_ok  | as sim_output_unwritten, and graph verify ran the kernel's tensor graph on the CPU and matched the golden: the SIM garbage is benign; hardware precision still awaits the NPU |
@@ -36,9 +37,10 @@ SIM_OUTPUT_UNWRITTEN = "sim_output_unwritten"
 SIM_GARBAGE_GRAPH_OK = "sim_garbage_graph_ok"
 GRAPH_FAIL = "graph_fail"
 VERSION_SKEW = "version_skew"
+SIM_UNSUPPORTED = "sim_unsupported"
 
 VERDICTS = (PASS, PRECISION_FAIL, STRUCTURAL_ERROR, CRASH, TIMEOUT, RESOURCE_LIMIT, NOT_RUN, SUSPECT_FAKE_PASS,
-            SIM_OUTPUT_UNWRITTEN, SIM_GARBAGE_GRAPH_OK, GRAPH_FAIL, VERSION_SKEW)
+            SIM_OUTPUT_UNWRITTEN, SIM_GARBAGE_GRAPH_OK, GRAPH_FAIL, VERSION_SKEW, SIM_UNSUPPORTED)
 
 # What `crosscheck run` accepts (exit 0) per mode: SIM judges structure, the NPU precision.
 ACCEPTABLE = {"sim": {SIM_OUTPUT_UNWRITTEN, SIM_GARBAGE_GRAPH_OK}, "npu": {PASS}}
@@ -97,9 +99,10 @@ def decide(ev: Evidence) -> tuple[str, str, str]:
             f"the job's own report contradicts what the harness checked outside it: {ev.contradictions[0]}")
     if ev.version_skew and (ev.structural == "error" or (ev.is_script and ev.exit_code not in (0, None))):
         return VERSION_SKEW, "not_applicable", f"written for another pypto: {ev.version_skew}"
-    if ev.mode == "sim" and ev.sim_gap and (ev.structural == "error" or (ev.is_script and ev.exit_code not in (0, None))):
-        return NOT_RUN, "not_applicable", (
-            f"SIM cannot run this kernel on a CPU host: {ev.sim_gap}. Nothing is known about the kernel; judge it "
+    if ev.mode == "sim" and ev.sim_gap and (ev.structural in ("error", "not_run")
+                                            or (ev.is_script and ev.exit_code not in (0, None))):
+        return SIM_UNSUPPORTED, "not_applicable", (
+            f"SIM cannot judge this case on a CPU host: {ev.sim_gap}. Nothing is known about the kernel; judge it "
             "on an NPU")
     if ev.is_script:
         return _decide_script(ev)

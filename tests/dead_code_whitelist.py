@@ -31,6 +31,7 @@ _.last_at  # _commit_history.html
 # Called by the user's test files through the torch_npu stand-in (runtime/standin/site/torch_npu).
 _.npu_stream, _.wait_stream, _.Stream, _.get_device_name, _.is_initialized, _.get_npu_format
 __getattr__  # module-level attribute hook: `torch_npu.npu_*` fused ops
+_.Format, _.NCHW, _.NHWC, _.ND, _.NC1HWC0, _.FRACTAL_Z, _.FRACTAL_NZ  # torch_npu.Format, named by NZ-cast tests
 
 # Read by tests.
 _.starts  # worker/warm.py: how many warm parents a holder started (tests/worker)

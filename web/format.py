@@ -185,7 +185,8 @@ def label(verdict: str | None) -> str:
     words = {"sim_garbage_npu_ok": "SIM garbage · NPU ok", "sim_garbage_graph_ok": "SIM garbage · graph ok",
              "sim_only_error": "SIM-only error", "npu_only_fail": "NPU-only fail",
              "sim_output_unwritten": "SIM output unwritten", "graph_fail": "graph fail",
-             "version_skew": "written for another pypto", "resource_limit": "stopped at a limit"}
+             "version_skew": "written for another pypto", "resource_limit": "stopped at a limit",
+             "sim_unsupported": "SIM cannot simulate it"}
     return words.get(verdict, verdict.replace("_", " "))
 
 
@@ -202,6 +203,9 @@ def structure(verdict: str | None) -> dict[str, str]:
         return {"text": "✗ " + label(verdict), "css": "bad", "title": f"SIM: {verdict}"}
     if verdict == "suspect_fake_pass":
         return {"text": "✗ fake pass", "css": "bad", "title": "the result cannot have come from the kernel"}
+    if verdict == "sim_unsupported":
+        return {"text": "? SIM cannot simulate", "css": "warn",
+                "title": "this host's simulator lacks an op the kernel uses: nothing is known until an NPU runs it"}
     if verdict == "version_skew":
         return {"text": "✗ other pypto", "css": "warn",
                 "title": "the kernel was written for another pypto than the worker's (docs/versions.md)"}

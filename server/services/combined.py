@@ -12,9 +12,9 @@ graph_fail) and the latest NPU case verdict; either may be missing.
 | npu_only_fail         | SIM runs it, the NPU fails to compile/run it |
 | resource_limit        | a mode was stopped at the job's memory, process or disk limit before it could be judged; not a kernel defect, raise the limit |
 | version_skew          | written for another pypto: a mode's pypto lacks what the kernel uses (docs/versions.md §1), and no mode passed; not a kernel defect |
-| sim_garbage_npu_ok    | THE FLAG: SIM output unwritten or garbage, NPU within tolerance: not a kernel defect |
+| sim_garbage_npu_ok    | THE FLAG: SIM output unwritten or garbage (or SIM cannot simulate the kernel), NPU within tolerance: not a kernel defect |
 | sim_garbage_graph_ok  | no NPU result yet; SIM garbage, but graph verify matched the golden |
-| awaiting_npu          | SIM structure OK, no graph evidence, no NPU result yet |
+| awaiting_npu          | SIM structure OK (or SIM cannot simulate the kernel: sim_unsupported), no graph evidence, no NPU result yet |
 | pass                  | the NPU is within tolerance and SIM agrees (or there is no SIM result) |
 """
 from __future__ import annotations
@@ -30,6 +30,7 @@ SUSPECT_FAKE_PASS = "suspect_fake_pass"
 AWAITING_NPU = "awaiting_npu"
 VERSION_SKEW = "version_skew"
 RESOURCE_LIMIT = "resource_limit"
+SIM_UNSUPPORTED = "sim_unsupported"  # a per-case SIM verdict (runtime.verdicts), not a combined one
 
 COMBINED = (KERNEL_DEFECT, SUSPECT_FAKE_PASS, STRUCTURAL_ERROR, NPU_ONLY_FAIL, SIM_ONLY_ERROR, RESOURCE_LIMIT,
             VERSION_SKEW,
@@ -59,6 +60,12 @@ def combine(sim: str | None, npu: str | None) -> tuple[str, str]:
     if (sim == RESOURCE_LIMIT and npu in (None, RESOURCE_LIMIT)) or (npu == RESOURCE_LIMIT and sim not in _SIM_BROKEN):
         modes = " and ".join(m for m, v in (("SIM", sim), ("NPU", npu)) if v == RESOURCE_LIMIT)
         return RESOURCE_LIMIT, f"{modes}: stopped at the job's resource limit before it could be judged; raise it"
+    if sim == SIM_UNSUPPORTED:  # SIM could not simulate it: nothing known from SIM, the NPU decides
+        if npu is None:
+            return AWAITING_NPU, "SIM cannot simulate an op this kernel uses, so nothing is known yet; it needs an NPU run"
+        if npu in _NPU_BROKEN:
+            return STRUCTURAL_ERROR, f"NPU: {npu} (SIM cannot simulate this kernel)"
+        return SIM_GARBAGE_NPU_OK, "SIM cannot simulate an op this kernel uses; the NPU result is within tolerance"
     if npu is None:
         if sim is None:
             return AWAITING_NPU, "no result yet"

@@ -95,3 +95,14 @@ def test_a_lint_finding_in_a_deep_checkout_path_stays_in_80_columns() -> None:
     assert max(len(line) for line in lines) <= 80
     lint = "".join(line.strip() for line in lines[lines.index("lint") + 1:])
     assert f"{deep}:123" in lint and "[golden-fallback]" in lint
+
+
+def test_a_case_sim_cannot_simulate_reads_structure_unknown() -> None:
+    report = _report()
+    report.cases[0].verdict, report.cases[0].structural = "sim_unsupported", "error"
+    console = Console(width=80, record=True, force_terminal=False)
+    print_report(report, console)
+    lines = console.export_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if "sim_unsupported" in line)
+    block = "\n".join(lines[at:at + 4])
+    assert "structure unknown" in block and "structure error" not in block, block

@@ -93,7 +93,7 @@ def test_a_literal_import_module_is_followed_and_a_script_without_run_mode_is_no
     assert "tests/ops/vector/ScaleShift/scale_shift_golden.py" in sub.files
     from runtime import testmodule
 
-    assert not testmodule.takes_run_mode(SCALE_SHIFT) and testmodule.takes_run_mode(AXPY)
+    assert testmodule.run_mode_args(SCALE_SHIFT, "sim") == [] and testmodule.run_mode_args(AXPY, "sim")
 
 
 def test_npu_first_script_runs_unchanged_and_its_asserts_judge_the_graph(warm_sim, calculator_cache, tmp_path):
@@ -316,18 +316,24 @@ import torch_npu
 
 
 def test_fused(device):
+    torch_npu.npu.config.allow_internal_format = True  # before an NZ cast (gym quant_matmul_reduce_sum)
     x = torch.ones(4, device=device)
+    assert torch_npu.Format.FRACTAL_NZ == 29
     return torch_npu.npu_rms_norm(x, x)
 '''
 
 
-def test_a_fused_torch_npu_op_is_not_run_with_one_line_naming_it(warm_sim, tmp_path):
+def test_a_fused_torch_npu_op_is_sim_unsupported_with_one_line_naming_it(warm_sim, tmp_path):
+    from runtime import exit_codes
     path = tmp_path / "test_fused.py"
     path.write_text(FUSED)
-    case = run_submission(path, RunOptions(graph_verify=False, work_dir=tmp_path / "w"), warm=warm_sim).cases[0]
-    assert case.verdict == "not_run", case.verdict_reason
+    report = run_submission(path, RunOptions(graph_verify=False, work_dir=tmp_path / "w"), warm=warm_sim)
+    case = report.cases[0]
+    assert case.verdict == "sim_unsupported", case.verdict_reason
     assert case.error.type == "NeedsRealNpu"
     assert case.error.message == "torch_npu.npu_rms_norm() needs a real NPU: the SIM stand-in for torch_npu cannot run it"
+    assert "torch_npu.npu_rms_norm()" in case.sim_gap  # SIM cannot judge it: no kernel defect (exit 3)
+    assert exit_codes.of_cases(report.cases, "sim") == exit_codes.INFRA
 
 
 
@@ -465,12 +471,12 @@ def test_a_caught_parser_error_on_a_call_of_another_pypto_is_version_skew(warm_s
     assert case.verdict == "version_skew", case.verdict_reason
 
 
-def test_an_op_sim_cannot_simulate_is_not_run_and_no_kernel_defect(warm_sim, calculator_cache, tmp_path):
+def test_an_op_sim_cannot_simulate_is_sim_unsupported_and_no_kernel_defect(warm_sim, calculator_cache, tmp_path):
     # pypto.gathermask compiles, but the 0.2.0 SIM cost model has no pipe for GATHER_MASK (gym InterleaveRope).
     from runtime import exit_codes
     package = REPO / "tests/fixtures/diagnosis/sim-opcode-unsupported"
     report = run_submission(package, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path), warm=warm_sim)
     case = report.cases[0]
-    assert (case.verdict, case.diagnosis[0].rule) == ("not_run", "sim-opcode-unsupported"), case.verdict_reason
+    assert (case.verdict, case.diagnosis[0].rule) == ("sim_unsupported", "sim-opcode-unsupported"), case.verdict_reason
     assert "GATHER_MASK" in (case.sim_gap or "") and "SIM stops" in case.graph_verify["reason"]
     assert exit_codes.of_cases(report.cases, "sim") == exit_codes.INFRA

@@ -106,3 +106,47 @@ if __name__ == "__main__":
     prefix = "grp::" if "grp" in listing else ""
     assert [(c.case, c.verdict) for c in report.cases] == [(prefix + "one", "sim_output_unwritten"),
                                                           (prefix + "two", "sim_output_unwritten")]
+
+
+def test_a_listing_we_cannot_read_runs_the_script_whole_not_with_guessed_arguments(warm_sim, tmp_path):
+    # `--list` prints "  1. description" and the script takes a 1-based index; the ids of the
+    # test_cases.json beside it are no arguments it accepts (gym quant_matmul_reduce_sum).
+    (tmp_path / "test_cases.json").write_text('{"test_cases": [{"id": "p0_core"}]}')
+    body = '''
+import argparse
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("case", type=int, nargs="?")
+    parser.add_argument("--list", action="store_true")
+    args = parser.parse_args()
+    if args.list:
+        print("  1. the only case")
+        sys.exit(0)
+    x = torch.randn(16, 32)
+    out = torch.empty_like(x)
+    k(x, out)
+'''
+    report = run(script(tmp_path, body), warm_sim, tmp_path)
+    assert [(c.case, c.verdict) for c in report.cases] == [("main", "sim_output_unwritten")]
+
+
+@pytest.mark.parametrize("option", ['"--run-mode", default="npu", choices=["npu"]',
+                                    '"--run-mode", default="npu", choices=["npu", "sim"]'])
+def test_the_run_mode_option_is_given_as_the_script_spells_and_allows_it(warm_sim, tmp_path, option):
+    # gym GatherPaKvCache: `--run-mode` with a dash, and only "npu" allowed: `--run_mode sim` made argparse exit 2.
+    # No `--list` option either: asking for the listing made it exit 2 as well.
+    body = f'''
+import argparse
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument({option})
+    args = parser.parse_args()
+    assert args.run_mode == ("sim" if "sim" in {option!r} else "npu"), args
+    x = torch.randn(16, 32)
+    out = torch.empty_like(x)
+    k(x, out)
+'''
+    report = run(script(tmp_path, body), warm_sim, tmp_path)
+    assert [(c.case, c.verdict) for c in report.cases] == [("main", "sim_output_unwritten")], report.cases[0].error

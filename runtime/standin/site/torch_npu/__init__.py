@@ -8,6 +8,7 @@ be honoured on a CPU: calling one raises NeedsRealNpu naming the call.
 """
 from __future__ import annotations
 
+import enum
 import types
 from typing import Any, Callable
 
@@ -18,6 +19,16 @@ __crosscheck_standin__ = True
 __version__ = "0.0.0+crosscheck.standin"
 NPU = "npu"
 ACL_FORMAT_ND = 2
+
+
+class Format(enum.IntEnum):
+    """torch_npu.Format, the ACL storage formats: tests name them for npu_format_cast (which needs an NPU)."""
+    NCHW = 0
+    NHWC = 1
+    ND = ACL_FORMAT_ND
+    NC1HWC0 = 3
+    FRACTAL_Z = 4
+    FRACTAL_NZ = 29
 
 
 class NeedsRealNpu(RuntimeError):
@@ -101,6 +112,8 @@ def _namespace() -> types.ModuleType:
     for fn in (set_device, current_device, device_count, is_available, synchronize, current_stream):
         setattr(npu, fn.__name__, fn)
     npu.Stream = _Stream  # type: ignore[attr-defined]
+    # `torch_npu.npu.config.allow_internal_format = True` before an NZ cast: a flag nothing on a CPU reads
+    npu.config = types.SimpleNamespace(allow_internal_format=False)  # type: ignore[attr-defined]
     for name in ("empty_cache", "manual_seed", "manual_seed_all", "reset_peak_memory_stats", "set_compile_mode"):
         setattr(npu, name, _noop)
     npu.get_device_name = lambda device=None: "CPU (PTO Crosscheck SIM stand-in)"  # type: ignore[attr-defined]

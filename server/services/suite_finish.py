@@ -36,25 +36,41 @@ def previous_run(session: Session, run: SuiteRun) -> SuiteRun | None:
 
 
 def totals(session: Session, run: SuiteRun) -> dict[str, Any]:
-    rows = session.execute(select(SuiteRunResult.operator, SuiteRunResult.mode, SuiteRunResult.status,
-                                  SuiteRunResult.verdict, SuiteRunResult.source, SuiteRunResult.verified,
-                                  SuiteRunResult.flips).where(SuiteRunResult.suite_run_id == run.id)).all()
+    """What the run page's headline numbers say, over each case's latest attempt. A result nobody verified
+    (an upload without a device) is also counted apart, so a page never passes it off as checked."""
+    rows = session.execute(select(SuiteRunResult.operator, SuiteRunResult.case, SuiteRunResult.mode,
+                                  SuiteRunResult.attempt, SuiteRunResult.status, SuiteRunResult.verdict,
+                                  SuiteRunResult.source, SuiteRunResult.verified, SuiteRunResult.flips)
+                           .where(SuiteRunResult.suite_run_id == run.id)).all()
+    latest: dict[Key, Any] = {}
+    for r in rows:
+        key = (r.operator, r.case, r.mode)
+        if key not in latest or r.attempt >= latest[key].attempt:
+            latest[key] = r
     by_mode: dict[str, dict[str, int]] = {}
-    out: dict[str, Any] = {"cases": len(rows), "pending": 0, "acceptable": 0, "failing": 0, "reused": 0,
-                           "uploaded": 0, "unverified": 0, "flaky": 0, "operators": len({r[0] for r in rows})}
+    unverified_by_mode: dict[str, dict[str, int]] = {}
+    out: dict[str, Any] = {"cases": len(latest), "pending": 0, "acceptable": 0, "acceptable_unverified": 0,
+                           "failing": 0, "reused": 0, "uploaded": 0, "unverified": 0, "flaky": 0,
+                           "operators": len({k[0] for k in latest})}
     suite = session.get(Suite, run.suite_id)
     min_flips = suite.flaky_min_flips if suite else 2
-    for _op, mode, status, verdict, source, verified, flips in rows:
-        if status != DONE or verdict is None:
+    for (_op, _case, mode), r in latest.items():
+        if r.status != DONE or r.verdict is None:
             out["pending"] += 1
             continue
-        by_mode.setdefault(mode, {})[verdict] = by_mode.setdefault(mode, {}).get(verdict, 0) + 1
-        out["acceptable" if verdicts.acceptable(verdict, mode) else "failing"] += 1
-        out["reused"] += source == REUSED
-        out["uploaded"] += source not in (REUSED, FROM_WORKER)
-        out["unverified"] += not verified
-        out["flaky"] += flaky.is_flaky(flips, min_flips)
-    out["by_mode"] = by_mode
+        counts = by_mode.setdefault(mode, {})
+        counts[r.verdict] = counts.get(r.verdict, 0) + 1
+        ok = verdicts.acceptable(r.verdict, mode)
+        out["acceptable" if ok else "failing"] += 1
+        out["reused"] += r.source == REUSED
+        out["uploaded"] += r.source not in (REUSED, FROM_WORKER)
+        if not r.verified:
+            out["unverified"] += 1
+            out["acceptable_unverified"] += ok
+            counts = unverified_by_mode.setdefault(mode, {})
+            counts[r.verdict] = counts.get(r.verdict, 0) + 1
+        out["flaky"] += flaky.is_flaky(r.flips, min_flips)
+    out["by_mode"], out["unverified_by_mode"] = by_mode, unverified_by_mode
     return out
 
 

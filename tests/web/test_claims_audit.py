@@ -2,19 +2,27 @@
 per-case verdicts, and none claims more coverage than was measured.
 
 The seeded database holds partial NPU coverage (softmax_partial), a fake pass (golden_fallback),
-a graph_fail (wrong_maths) and the flag (scale_add).
+a graph_fail (wrong_maths) and the flag (scale_add); the suite seed (tests/web/suite_seed.py) two
+runs of a suite, for the suite run and compare pages.
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from server.models import CaseResult, CaseState, Job, Operator
+from runtime import verdicts
+from server.migrate import upgrade
+from server.models import CaseResult, CaseState, Job, Operator, SuiteRunResult
+from server.services import tokens
 from server.services.combined import FLAGGED
+from tests.web import suite_seed
+from tests.web.conftest import make_app, make_settings
 from tests.web.html import Node
 from tests.web.test_overview import get
 from web.format import sig
@@ -160,3 +168,146 @@ def test_per_case_charts_agree_with_the_stored_cases(client: TestClient, app: Fa
                                                  dt.text() == "graph verify" else "") + sig(latest)), (name, case)
                     seen += 1
     assert seen > 10
+
+
+# Suite runs (tests/web/suite_seed.py): run 2 holds a regression, a fix, new and vanished operators, and NPU
+# uploads of which gamma's are unverified (no device): a pass nobody saw on an NPU.
+Key = tuple[str, str, str]  # operator, case, mode
+
+
+@pytest.fixture(scope="module")
+def suites(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient, FastAPI, dict[str, Any]]]:
+    settings = make_settings(tmp_path_factory.mktemp("suite-claims"))
+    upgrade(settings.resolved_database_url)
+    app = make_app(settings)
+    with app.state.sessionmaker() as session:
+        info = suite_seed.seed(session, app.state.blobs, settings)
+        info["token"] = tokens.create(session, "reader", ["read"])[1]
+        session.commit()
+    with TestClient(app, follow_redirects=False) as client:
+        client.cookies.set("crosscheck_token", info["token"])
+        yield client, app, info
+    app.state.engine.dispose()
+
+
+def run_truth(app: FastAPI, run_id: int) -> dict[Key, SuiteRunResult]:
+    """Each case's latest attempt in the run, as stored."""
+    out: dict[Key, SuiteRunResult] = {}
+    with app.state.sessionmaker() as session:
+        for r in session.scalars(select(SuiteRunResult).where(SuiteRunResult.suite_run_id == run_id)
+                                 .order_by(SuiteRunResult.attempt)):
+            out[(r.operator, r.case, r.mode)] = r
+        session.expunge_all()
+    return out
+
+
+def chip(cell: Node) -> str | None:
+    """The verdict a mode-verdict chip claims (None for a dash)."""
+    found = cell.find_all("span", cls="mv")
+    return next(c[3:] for c in found[0].classes if c.startswith("mv-")) if found else None
+
+
+def row_key(tr: Node) -> tuple[str, str]:
+    op, case = (s.attrs["title"] for s in tr.find("th").find_all("span", cls="trunc"))
+    return op, case
+
+
+def check_totals(page: Node, truth: dict[Key, SuiteRunResult]) -> None:
+    done = {k: r for k, r in truth.items() if r.verdict is not None}
+    ok = [k for k, r in done.items() if verdicts.acceptable(r.verdict, k[2])]
+    ok_unverified = [k for k in ok if not done[k].verified]
+    section = page.find("section", aria_labelledby="h-totals")
+    facts = {d.find("dt").text(): d.find("dd").text() for d in section.find("dl", cls="facts").find_all("div")}
+    n_ops = len({k[0] for k in truth})
+    assert facts["Cases"] == f"{len(truth)} in {n_ops} operator{'' if n_ops == 1 else 's'}"
+    # Acceptable counts what was checked; a pass nobody verified is named as such, never added in silently.
+    assert facts["Acceptable"] == str(len(ok) - len(ok_unverified)) + (
+        f" +{len(ok_unverified)} unverified" if ok_unverified else "")
+    assert facts["Failing"] == str(len(done) - len(ok))
+    uploaded = [r for r in done.values() if r.source not in ("worker", "reused")]
+    unverified = sum(1 for r in done.values() if not r.verified)
+    assert facts["Uploaded"] == f"{len(uploaded)}" + (f" ({unverified} unverified)" if unverified else "")
+    assert facts["Reused"] == str(sum(1 for r in done.values() if r.source == "reused"))
+    shown = {}
+    for span in section.find_all("span", cls="mode-counts"):
+        for v in span.find_all("span", cls="vcount"):
+            unverified_text = v.find_all("span", cls="warn")
+            shown[(span.attrs["data-mode"], chip(v))] = (
+                int(v.find("span", cls="n").text()),
+                int(unverified_text[0].text().split()[0].lstrip("+")) if unverified_text else 0)
+    expected: dict[tuple[str, str], list[int]] = {}
+    for (_, _, mode), r in done.items():
+        n = expected.setdefault((mode, r.verdict), [0, 0])
+        n[0 if r.verified else 1] += 1
+    assert shown == {k: tuple(v) for k, v in expected.items()}
+
+
+def check_results(page: Node, truth: dict[Key, SuiteRunResult]) -> None:
+    rows = page.find("table", cls="results").find("tbody").find_all("tr")
+    seen = set()
+    for tr in rows:
+        key = (*row_key(tr), tr.find("td", data_label="Mode").text().lower())
+        r = truth[key]
+        seen.add(key)
+        assert chip(tr.find("td", data_label="Verdict")) == r.verdict, key
+        assert ("unverified" in tr.find("td", data_label="Provenance").text()) == (not r.verified), key
+    assert seen == set(truth) and len(rows) == len(truth)
+
+
+def check_comparison(page: Node, now: dict[Key, SuiteRunResult], before: dict[Key, SuiteRunResult]) -> None:
+    """Every count chip equals its list's length, and every Before / Now chip is the stored verdict."""
+    counts = {a.attrs["href"][1:]: int(a.find("strong").text())
+              for a in page.find("ul", cls="counts").find_all("a")}
+    listed: dict[str, set[Key]] = {}
+    for section, n in counts.items():
+        table = page.find_all("table", id=section)
+        rows = table[0].find("tbody").find_all("tr") if table else []
+        assert len(rows) == n, section
+        for tr in rows:
+            op, case = row_key(tr)
+            mode = tr.find("td", data_label="Mode").text().lower()
+            if mode == "both":  # a new flag: the case's SIM and NPU verdicts together
+                assert chip(tr.find("td", data_label="Now")) in FLAGGED
+                continue
+            key = (op, case, mode)
+            listed.setdefault(section, set()).add(key)
+            assert chip(tr.find("td", data_label="Before")) == (before[key].verdict if key in before else None), key
+            assert chip(tr.find("td", data_label="Now")) == (now[key].verdict if key in now else None), key
+    assert listed.get("new", set()) == now.keys() - before.keys()
+    assert listed.get("vanished", set()) == before.keys() - now.keys()
+    both = now.keys() & before.keys()
+    moved = listed.get("regressions", set()) | listed.get("fixes", set()) | listed.get("changed", set())
+    assert all(now[k].verdict != before[k].verdict for k in listed.get("changed", set()) | listed.get("fixes", set()))
+    unchanged = page.find("ul", cls="counts").find("li", cls="muted").find("strong").text()
+    assert int(unchanged) == len(both - moved)
+    assert all(now[k].verdict == before[k].verdict for k in both - moved)
+
+
+def test_suite_run_pages_agree_with_the_stored_results(suites: tuple[TestClient, FastAPI, dict[str, Any]]) -> None:
+    client, app, info = suites
+    first, second = run_truth(app, info["first"]), run_truth(app, info["second"])
+    assert any(not r.verified for r in second.values())  # the seed holds what could be overstated
+    for run_id, truth, previous in ((info["first"], first, None), (info["second"], second, first)):
+        page = get(client, f"/suite-runs/{run_id}")
+        check_totals(page, truth)
+        check_results(page, truth)
+        if previous is not None:
+            check_comparison(page, truth, previous)
+
+
+def test_compare_pages_agree_with_the_stored_results(suites: tuple[TestClient, FastAPI, dict[str, Any]]) -> None:
+    client, app, info = suites
+    runs = {i: run_truth(app, i) for i in (info["first"], info["second"])}
+    for a, b in ((info["second"], info["first"]), (info["first"], info["second"]), (info["second"], info["second"])):
+        check_comparison(get(client, f"/suite-runs/{a}/compare/{b}"), runs[a], runs[b])
+
+
+def test_the_suite_list_agrees_with_the_stored_results(suites: tuple[TestClient, FastAPI, dict[str, Any]]) -> None:
+    client, app, info = suites
+    page = get(client, "/suites")
+    for tr in page.find("table", cls="runs").find("tbody").find_all("tr"):
+        run_id = int(tr.find("th").text().split("#")[1])
+        truth = run_truth(app, run_id)
+        done = [(k, r) for k, r in truth.items() if r.verdict is not None]
+        assert tr.find("td", data_label="Cases").text() == str(len(truth))
+        assert tr.find("td", data_label="Failing").text() == str(sum(1 for k, r in done if not verdicts.acceptable(r.verdict, k[2])))

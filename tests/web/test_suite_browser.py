@@ -15,6 +15,7 @@ from server.migrate import upgrade
 from server.services import tokens
 from tests.web import suite_seed
 from tests.web.conftest import make_app, make_settings
+from tests.web.layout import SUITE_SEED_ROUTES, layout_problems, route_of
 from tests.conftest import missing_service
 from tests.web.server import serve
 
@@ -40,7 +41,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         info["token"] = tokens.create(session, "reader", ["read"])[1]
         session.commit()
     with serve(app) as base:
-        yield {"base": base, **info}
+        yield {"base": base, "app": app, **info}
     app.state.engine.dispose()
 
 
@@ -69,8 +70,10 @@ def shot(page: Any, name: str) -> None:
 
 
 def no_sideways_scroll(page: Any) -> None:
-    """The page itself never scrolls sideways (wide tables become cards on a phone)."""
-    assert page.evaluate("document.documentElement.scrollWidth") <= page.width
+    """No element sticks out of the viewport, none of the one-line chips wraps (wide tables become cards on
+    a phone), with every <details> opened."""
+    problems = layout_problems(page)
+    assert not problems, (page.url, problems)
 
 
 def test_suite_list_to_run_page(page: Any, live: dict[str, Any]) -> None:
@@ -106,3 +109,21 @@ def test_compare_view_from_the_form(page: Any, live: dict[str, Any]) -> None:
     assert page.locator("#vanished").is_visible() and "gone" in page.locator("#vanished").inner_text()
     no_sideways_scroll(page)
     shot(page, "compare")
+
+
+def test_no_element_overflows_on_any_suite_page(page: Any, live: dict[str, Any]) -> None:
+    first, second = live["first"], live["second"]
+    visited, problems = set(), {}
+    for name, path in (("list", "/suites"), ("run-first", f"/suite-runs/{first}"), ("run-second", f"/suite-runs/{second}"),
+                       ("run-failing", f"/suite-runs/{second}?show=failing"), ("run-npu", f"/suite-runs/{second}?mode=npu"),
+                       ("run-none", f"/suite-runs/{second}?operator=nobody"),
+                       ("compare", f"/suite-runs/{second}/compare/{first}"), ("compare-back", f"/suite-runs/{first}/compare/{second}"),
+                       ("compare-self", f"/suite-runs/{second}/compare/{second}"),
+                       ("compare-form", f"/suite-runs?run={second}&other={first}")):
+        page.goto(live["base"] + path)
+        visited.add(route_of(live["app"], path))
+        if found := layout_problems(page):
+            problems[path] = found
+        shot(page, f"all-{name}")
+    assert not problems, problems
+    assert set(SUITE_SEED_ROUTES) <= visited

@@ -144,11 +144,15 @@ def test_script_graph_verdicts(warm_sim, calculator_cache, tmp_path, added, verd
 OWN_CHECK = {  # a wrong kernel (x + 2), judged by checks the harness cannot read (gym ApplyRMSProp's shape)
     "bare-assert": "assert float((out - (x + 1.0)).abs().max()) < 1e-5, 'out mismatch'",
     "own-raise": "if float((out - (x + 1.0)).abs().max()) >= 1e-5:\n        raise ValueError('out mismatch')",
+    # gym GatherPaKvCache: torch.equal, then [PRECISION_FAIL] through logging (stderr) and exit 1
+    "fail-marker": "import logging\n    if not torch.equal(out, x + 1.0):\n"
+                   "        logging.getLogger('t').error('[PRECISION_FAIL]')\n        sys.exit(1)",
 }
 
 
 @pytest.mark.parametrize("check,verdict,status", [("bare-assert", "graph_fail", "fail"),
-                                                  ("own-raise", "structural_error", "unavailable")])
+                                                  ("own-raise", "structural_error", "unavailable"),
+                                                  ("fail-marker", "graph_fail", "fail")])
 def test_a_check_of_the_tests_own_on_the_graph_result(warm_sim, calculator_cache, tmp_path, check, verdict, status):
     path = tmp_path / "plus_one.py"
     path.write_text(WRONG.replace("{added}", "2.0").replace(
@@ -156,7 +160,8 @@ def test_a_check_of_the_tests_own_on_the_graph_result(warm_sim, calculator_cache
     report = run_submission(path, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w"), warm=warm_sim)
     case = report.cases[0]
     assert (case.verdict, case.graph_verify["status"]) == (verdict, status), case.verdict_reason
-    assert case.graph_verify["own_check"] and "plus_one.py:" in case.graph_verify["reason"]
+    assert case.graph_verify["own_check"]
+    assert ("plus_one.py:" if check != "fail-marker" else "[PRECISION_FAIL]") in case.graph_verify["reason"]
     assert verdict == "graph_fail" or "cannot tell" in case.verdict_reason
 
 

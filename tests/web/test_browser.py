@@ -4,6 +4,7 @@ Screenshots of every page at 1280 and 390 px go to test-artifacts/screenshots/.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -18,8 +19,9 @@ import pytest
 from playwright import sync_api
 
 from server.migrate import upgrade
-from server.services import tokens
+from server.services import audit, tokens
 from tests.web import seed as seeding
+from tests.web.layout import SUITE_SEED_ROUTES, dashboard_routes, layout_problems, route_of
 from tests.web.conftest import make_app, make_settings
 from tests.conftest import missing_service
 from tests.web.server import serve
@@ -49,9 +51,13 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         info = seeding.seed(session, app.state.blobs, settings)
         seeding.seed_many_cases(session, app.state.blobs, settings)
         info["worker_token"] = tokens.create(session, "browser-test-worker", ["worker"])[1]
+        info["admin_token"] = tokens.create(session, "browser-test-admin", ["read", "admin"])[1]
+        for action, target in ((audit.SUBMIT, f"job {info['flag_jobs'][0].id}"), (audit.CARD_RELEASE, "worker " + "w" * 150),
+                               (audit.TOKEN_CREATE, "token " + seeding.LONG_NAME)):
+            audit.record(session, "browser-test-admin", action, target, card=3, note="x" * 120)
         session.commit()
     with serve(app) as base:
-        yield {"base": base, "settings": settings, "data": data, **info}
+        yield {"base": base, "settings": settings, "data": data, "app": app, **info}
 
 
 @pytest.fixture(scope="module")
@@ -249,51 +255,58 @@ def test_upload_an_example_and_watch_it_finish(browser: Any, live: dict[str, Any
     context.close()
 
 
-# Every element that sticks out of the viewport, ignoring those inside a container that scrolls or clips
-# (reachable by scrolling it) and visually hidden ones; plus whether the page itself scrolls sideways.
-OVERFLOW_JS = """() => {
-  const W = document.documentElement.clientWidth, bad = [];
-  const clipped = (el) => { for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
-      if (getComputedStyle(a).overflowX !== 'visible') return true; } return false; };
-  for (const el of document.querySelectorAll('body *')) {
-    const r = el.getBoundingClientRect(), cs = getComputedStyle(el);
-    if ((r.width === 0 && r.height === 0) || cs.visibility === 'hidden' || el.closest('.sr-only, .skip')) continue;
-    if ((r.right > W + 1 || r.left < -1) && !clipped(el)) {
-      bad.push(el.tagName.toLowerCase() + '.' + el.className + ' [' + Math.round(r.left) + ',' + Math.round(r.right) + ']');
-    }
-  }
-  return {bad: bad.slice(0, 10), pageScrolls: document.documentElement.scrollWidth > W + 1};
-}"""
-# Inline things that must stay on one line: numbers, rule names, verdicts.
-WRAP_JS = """() => Array.from(document.querySelectorAll('.nowrap, code.rule, .verdict, .mv, .cover, td.num'))
-  .filter(el => el.offsetParent !== null
-          && new Set(Array.from(el.getClientRects()).map(r => Math.round(r.bottom))).size > 1)
-  .map(el => el.textContent.trim()).slice(0, 10)"""
-
-
 def every_page(live: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every page a reader sees with the main seed (admin pages and the signed-out ones come after)."""
     jobs = {name: live[key][0].id for name, key in (("flag", "flag_jobs"), ("structural", "structural_jobs"),
                                                     ("fake", "fake_jobs"), ("partial", "partial_jobs"),
                                                     ("queued", "queued_jobs"), ("npu-waiting", "npu_waiting_jobs"))}
     operators = ("scale_add", "softmax_partial", "wrong_maths", "golden_fallback", "missing_vec_tiles",
                  "relu_like", seeding.LONG_NAME, "many_cases_op", "scale_add?case=scale_add_32x64",
                  "many_cases_op?case=many_cases_op_case_00&range=90d")
-    return ([("overview", "/"), ("coverage", "/coverage"), ("workers", "/workers"), ("submit", "/submit"),
-             ("suites", "/suites"), ("error-404", "/jobs/999999")]
+    return ([("overview", "/"), ("overview-filtered", "/?verdict=kernel_defect&q=a"), ("coverage", "/coverage"),
+             ("workers", "/workers"), ("submit", "/submit"), ("suites", "/suites"),
+             ("suites-filtered", "/suites?suite=nightly&branch=main&since=7d"),
+             ("error-404", "/jobs/999999"), ("error-404-unknown-url", "/no/such/page"),
+             ("error-403", "/audit"), ("error-422", "/suites?since=forever"),
+             ("error-422-compare-form", "/suite-runs?run=0&other=0"), ("error-404-suite-run", "/suite-runs/999999"),
+             ("error-404-compare", "/suite-runs/999999/compare/1"),
+             ("error-404-operator", "/operators/" + "no_such_operator_" * 8)]
             + [(f"operator-{i}", f"/operators/{name}") for i, name in enumerate(operators)]
             + [(f"job-{name}", f"/jobs/{job_id}") for name, job_id in jobs.items()])
 
 
+ADMIN_PAGES = (("audit", "/audit"), ("audit-filtered", "/audit?action=card.release"), ("workers-admin", "/workers"))
+SIGNED_OUT_PAGES = (("login", "/login?next=%2Fjobs%2F1"),)
+
+
 def test_no_element_overflows_the_viewport_on_any_page(page: Any, live: dict[str, Any]) -> None:
-    problems = {}
-    for name, path in every_page(live):
+    problems, visited = {}, set()
+
+    def check(name: str, path: str) -> None:
         page.goto(live["base"] + path)
-        found = page.evaluate(OVERFLOW_JS)
-        wrapped = page.evaluate(WRAP_JS)
-        if found["bad"] or found["pageScrolls"] or wrapped:
-            problems[path] = {**found, "wrapped": wrapped}
+        visited.add(route_of(live["app"], path))
+        found = layout_problems(page)
+        if found:
+            problems[f"{name} {path}"] = found
         shot(page, f"all-{name}")
-    assert not problems, problems
+
+    for name, path in every_page(live):
+        check(name, path)
+    page.context.add_cookies([{"name": "crosscheck_token", "value": live["admin_token"], "url": live["base"]}])
+    for name, path in ADMIN_PAGES:
+        check(name, path)
+    page.context.clear_cookies()
+    for name, path in SIGNED_OUT_PAGES:
+        check(name, path)
+    page.get_by_label("API token").fill("not-a-token " * 8)  # the refusal, on the same page
+    page.locator("form button[type=submit]").click()
+    sync_api.expect(page.locator(".error, [role=alert]").first).to_be_visible()
+    if found := layout_problems(page):
+        problems["login refused"] = found
+    shot(page, "all-login-refused")
+    assert not problems, json.dumps(problems, indent=1)
+    # Every page web/ serves is checked here or, for a suite run's pages, in test_suite_browser.py.
+    assert {str(r.path) for r in dashboard_routes(live["app"])} - visited - set(SUITE_SEED_ROUTES) == set()
 
 
 FITS_JS = """(sel) => { const t = document.querySelector(sel);

@@ -485,3 +485,45 @@ def test_an_op_sim_cannot_simulate_is_sim_unsupported_and_no_kernel_defect(warm_
     assert (case.verdict, case.diagnosis[0].rule) == ("sim_unsupported", "sim-opcode-unsupported"), case.verdict_reason
     assert "GATHER_MASK" in (case.sim_gap or "") and "SIM stops" in case.graph_verify["reason"]
     assert exit_codes.of_cases(report.cases, "sim") == exit_codes.INFRA
+
+
+SRC_LAYOUT_TEST = '''
+import argparse
+
+import torch
+from numpy.testing import assert_allclose
+from mypkg.ops.triple_impl import triple_wrapper  # the checkout's src/ as `pip install -e .` puts it
+
+
+def test_triple():
+    x = torch.randn(16, 32)
+    assert_allclose(triple_wrapper(x).numpy(), (x * 3).numpy(), rtol=1e-5, atol=1e-5)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("case", nargs="?")
+    parser.add_argument("--list", action="store_true")
+    parser.add_argument("--run_mode", "--run-mode", default="npu", choices=["npu", "sim"])
+    if parser.parse_args().list:
+        print("  triple::test_triple  \\u2014 three times x")
+    else:
+        test_triple()
+'''
+
+
+def test_a_test_importing_the_checkouts_src_layout_by_package_name(warm_sim, calculator_cache, tmp_path):
+    # gym mhc_sinkhorn: `from pypto_gym.ops... import` with no sys.path edit, and ids listed before a description.
+    pkg = tmp_path / "checkout/src/mypkg/ops"
+    pkg.mkdir(parents=True)
+    (pkg.parent / "__init__.py").write_text("")
+    (pkg / "triple_impl.py").write_text(MODULE.split("def test_triple")[0].replace("import torch_npu\n", "")
+                                        + "\ndef triple_wrapper(x):\n    out = torch.zeros_like(x)\n"
+                                          "    k(x, out)\n    return out\n")
+    test = tmp_path / "checkout/tests/ops/Triple/test_triple.py"
+    test.parent.mkdir(parents=True)
+    test.write_text(SRC_LAYOUT_TEST)
+    assert submission.load(test, Path("/nonexistent")).root == (tmp_path / "checkout").resolve()
+    report = run_submission(test, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w"), warm=warm_sim)
+    assert [(c.case, c.verdict) for c in report.cases] == [("triple::test_triple", "sim_garbage_graph_ok")], \
+        report.cases[0].error

@@ -426,6 +426,8 @@ def _run_script(req: dict[str, Any], rec: instrument.Recorder) -> int:
     script = str(Path(req["src_dir"]) / req["script"])
     sys.argv = [script, *req.get("script_args", [])]
     sys.path.insert(0, str(Path(script).parent))
+    if (Path(req["src_dir"]) / "src").is_dir():  # a checkout's src layout, as `pip install -e .` would give it
+        sys.path.insert(1, str(Path(req["src_dir"]) / "src"))
     os.chdir(Path(script).parent)  # scripts read test_cases.json relative to where they are run from
     code: int = 0
     graph = _install_graph_verify(req, rec, {}, SCRIPT_GRAPH_TOLERANCE)

@@ -109,9 +109,7 @@ def run_command(args: argparse.Namespace, loaded: Any = None, reports: list[Any]
         return checkout_command(args)
     from rich.console import Console
 
-    from runtime.console import print_report
-    from runtime.runner import RunOptions, run_submission
-    from runtime.warm import WarmParentError
+    from runtime.runner import RunOptions
 
     err = Console(stderr=True)
     options = RunOptions(mode=args.mode, cases=args.case, timeout_s=args.case_timeout,
@@ -120,8 +118,24 @@ def run_command(args: argparse.Namespace, loaded: Any = None, reports: list[Any]
                          graph_verify=not args.no_graph_verify, verify_passes=args.verify_passes,
                          cache_dir=args.cache_dir or default_cache_dir(), parallel=max(1, args.jobs),
                          pypto=args.pypto, keep_work=getattr(args, "keep", False))
-    # SIGTERM as an exception, so the work dir and the warm parent are cleaned up on that way out too.
-    signal.signal(signal.SIGTERM, _terminated)
+    # SIGTERM as an exception, so the work dir and the warm parent are cleaned up on that way out too;
+    # the caller's own handler is back once the run is over.
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        return _run_and_print(args, options, loaded, reports, err)
+    finally:
+        if previous is not None:  # None: a handler not set from Python, nothing to restore
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run_and_print(args: argparse.Namespace, options: Any, loaded: Any, reports: list[Any] | None,
+                   err: Any) -> int:
+    from rich.console import Console
+
+    from runtime.console import print_report
+    from runtime.runner import run_submission
+    from runtime.warm import WarmParentError
+
     try:
         def progress(case, done, total):  # type: ignore[no-untyped-def]
             err.print(f"[{done}/{total}] {case.case}: {case.verdict} ({case.duration_s:.2f} s)")

@@ -221,20 +221,25 @@ def summarize_pypto(rows: list[dict[str, str]]) -> dict[str, Any]:
     }
 
 
-# pypto 0.2.0's calculator on a composite op (pypto.sigmoid) over a partial last tile (docs/realops.md §6).
+# pypto 0.2.0's calculator copying a partial tile whose valid shape grew to the full tile (docs/realops.md §6).
 PARTIAL_TILE_SIGNATURE = re.compile(r"setStorage.*out of bounds", re.DOTALL)
 PARTIAL_TILE_RULE = "graph-verify-partial-tile-composite"
+_ASSEMBLE_LINE = re.compile(r"<[^<>\n]*> = ASSEMBLE <[^<>\n]*>")
 
 
 def failure(error: dict[str, Any] | None, texts: list[str]) -> dict[str, Any]:
     """graph_verify of a case whose kernel fails only with graph verify on: a known pypto limit, or an error."""
-    if PARTIAL_TILE_SIGNATURE.search(" ".join(texts)):
+    text = " ".join(texts)
+    if PARTIAL_TILE_SIGNATURE.search(text):
+        shapes = _ASSEMBLE_LINE.search(text)
+        where = f" (pypto: `{shapes.group(0)}`, destination <shape/valid> = ASSEMBLE <tile/valid>)" if shapes else ""
         return {"status": "unsupported", "metrics": None, "rule": PARTIAL_TILE_RULE, "error": error,
-                "reason": ("pypto 0.2.0 limitation: a stock composite op (pypto.sigmoid builds its constant 1.0 with "
-                           "valid_shape = the full tile shape) turns a partial tile's valid shape into the full "
-                           "tile, so the graph-verify calculator copies the whole tile into a smaller output and "
-                           "refuses ('setStorage ... out of bounds'). Plain SIM ran the kernel; the case is judged "
-                           "without graph evidence. Spelling the op out (1 / (1 + exp(-x))) keeps the valid shape "
-                           "and gets graph evidence (docs/realops.md §6)")}
+                "reason": ("the graph-verify calculator refused to copy a partial tile into its smaller destination "
+                           f"('setStorage ... out of bounds'){where}: the tile's valid shape had grown to the full "
+                           "tile on the way. pypto 0.2.0's stock sigmoid does this (its constant 1.0 has the full "
+                           "tile as valid shape; spelled out as 1 / (1 + exp(-x)) it keeps the valid shape); a "
+                           "view/transpose/reshape chain that drops valid_shape can too. Plain SIM ran the kernel; "
+                           "the case is judged without graph evidence, and whether the NPU writes the extra rows is "
+                           "not measured (docs/realops.md §6)")}
     return {"status": "error", "metrics": None, "error": error,
             "reason": "graph verify failed while plain SIM runs the kernel"}

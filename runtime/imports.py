@@ -18,18 +18,28 @@ MAX_FILES = 500
 
 
 def tree_root(script: Path) -> Path | None:
-    """The checkout a test file walks up into: the nearest ancestor holding `src/`, when the file names 'src'."""
+    """The checkout a test file walks up into: the nearest ancestor holding `src/`, when the file names 'src'
+    or imports a top-level package that ancestor's `src/` holds (a src layout installed with `pip install -e .`)."""
     script = script.resolve()
     try:
         tree = ast.parse(script.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, OSError):
         return None
-    if not any(isinstance(n, ast.Constant) and n.value == "src" for n in ast.walk(tree)):
-        return None
+    names_src = any(isinstance(n, ast.Constant) and n.value == "src" for n in ast.walk(tree))
+    tops = {name.split(".")[0] for node in ast.walk(tree) for name in _absolute_imports(node)}
     for parent in script.parents:
-        if (parent / "src").is_dir():
+        src = parent / "src"
+        if src.is_dir() and (names_src or any((src / t).is_dir() or (src / f"{t}.py").is_file() for t in tops)):
             return parent
     return None
+
+
+def _absolute_imports(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        return [node.module]
+    return []
 
 
 def import_roots(root: Path, first: list[Path]) -> list[Path]:

@@ -211,11 +211,15 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
     result_ev = next((e for e in events if e.get("event") == "result"), None)
     checked = corroborate.check(ctx.is_script, events, found, result_ev)
     metrics = checked.metrics
-    script = _script_evidence(events, stdout) if ctx.is_script else None
+    # Pass/fail markers also where logging writes them (stderr: pypto configures the root logger).
+    script = _script_evidence(events, f"{stdout}\n{stderr}") if ctx.is_script else None
     if script and script["asserts"] and metrics is None:
         metrics = _worst_assert(script["asserts"])
     after_launches = _raised_after_launches(failed, launches, structural)
-    graph = _script_graph(events, script, structural, failed if after_launches else None) if script is not None else \
+    launches_ok = bool(launches) and not any(l.error for l in launches)
+    graph = _script_graph(events, script, structural, failed if after_launches else None,
+                          launches_ok and error is not None and error.type == "ProcessExit") \
+        if script is not None else \
         _graph_verify(events, result_ev, ctx, checked)
     pypto_version = installed_version() or "not installed"
     skewed = None
@@ -328,7 +332,8 @@ def _raised_after_launches(failed: dict[str, Any] | None, launches: list[Launch]
 
 
 def _script_graph(events: list[dict[str, Any]], script: dict[str, Any], structural: str,
-                  own_failure: dict[str, Any] | None = None) -> dict[str, Any] | None:
+                  own_failure: dict[str, Any] | None = None, clean_exit_after_launches: bool = False
+                  ) -> dict[str, Any] | None:
     """Graph verify of a script or test module: its own asserts judged the graph's result (docs/realops.md §4).
 
     pass: every assert on a graph-written output passed; fail: one failed; no_compare: no assert
@@ -350,6 +355,11 @@ def _script_graph(events: list[dict[str, Any]], script: dict[str, Any], structur
                 "reason": f"the kernels ran; then the test's own code raised {where} with the tensor graph's CPU "
                           "result in their outputs: a failed check of its own or a test error, the harness cannot "
                           "tell which"}
+    markers = script.get("markers") or {}
+    if not judged and clean_exit_after_launches and markers.get("precision_fail") and not markers.get("precision_pass"):
+        # Its kernels ran, no exception: the test printed its own fail marker on the graph's CPU result.
+        return {"status": "fail", "metrics": None, "own_check": True,
+                "reason": "the test printed [PRECISION_FAIL] after its kernels ran, on the tensor graph's CPU result"}
     if not judged and structural == "error":
         return {"status": "unavailable", "reason": "the script did not run to completion", "metrics": None,
                 "active": True}

@@ -32,8 +32,9 @@ DEFAULT_TIMEOUT_S = 300.0
 LIST_OUTPUT_BYTES = 1024 * 1024  # the tail of a `--list` run's stdout (and stderr) searched for case ids
 # `ID: x`, also behind logging's default `LEVEL:logger:` prefix (pypto configures the root logger at import).
 SCRIPT_CASE_ID = re.compile(r"^(?:[A-Z]+:[\w.]*:)?\s*(?:ID:\s*)(\S+)\s*$", re.MULTILINE)
-# Else a line that is one `group::case` id alone (pypto's matmul_ops.py / elementwise_ops.py examples).
-SCRIPT_NODE_ID = re.compile(r"^(?:[A-Z]+:[\w.]*:)?\s*([\w.-]+::[\w.\[\]-]+)\s*$", re.MULTILINE)
+# Else a line that starts with one `group::case` id, alone or before its description (pypto's matmul_ops.py
+# examples; the gym's mhc_sinkhorn prints `  group::case  — description`).
+SCRIPT_NODE_ID = re.compile(r"^(?:[A-Z]+:[\w.]*:)?\s*([\w.-]+::[\w.\[\]-]+)(?:\s.*)?$", re.MULTILINE)
 MAIN_CASE = "main"
 STANDIN_NOTE = "stand-in: PTO Crosscheck's CPU torch_npu for SIM (docs/realops.md §2)"
 

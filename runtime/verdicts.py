@@ -159,7 +159,7 @@ def _decide_sim(ev: Evidence, matches: bool, shape_ok: bool) -> tuple[str, str, 
 def _decide_script(ev: Evidence) -> tuple[str, str, str]:
     if ev.mode == "sim" and ev.kernel_launches > 0 and ev.graph_status == "fail":
         return GRAPH_FAIL, "not_applicable", (
-            "the script's own assert failed on the kernel's tensor graph run on the CPU: its maths or tiling is wrong")
+            "the script's own check failed on the kernel's tensor graph run on the CPU: its maths or tiling is wrong")
     if (ev.mode == "sim" and ev.kernel_launches > 0 and ev.graph_status == "pass" and ev.exit_code == 0
             and ev.structural == "ok" and not ev.golden_fallback):
         return SIM_GARBAGE_GRAPH_OK, "not_applicable", (

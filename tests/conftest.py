@@ -20,14 +20,23 @@ def missing_service(reason: str, module_level: bool = False) -> NoReturn:
 
 
 @pytest.fixture(autouse=True)
-def _umask_is_restored():
-    """A test that changes the process umask must put it back: later tests (and the warm parents
-    they start) would otherwise run under it, as one did under 077 (tests/runtime/test_worker_umask.py)."""
+def _process_state_is_restored():
+    """A test must put back the process-wide state it changes: later tests (and the warm parents they
+    start) would otherwise run under it. A umask of 077 once lost a job's logs
+    (tests/runtime/test_worker_umask.py); a SIGTERM handler left by an in-process `crosscheck run`
+    turned a stray SIGTERM into a SystemExit inside an unrelated test."""
+    import signal
+
     before = os.umask(0o022)
     os.umask(before)
+    handler = signal.getsignal(signal.SIGTERM)
     yield
     after = os.umask(before)
     assert after == before, f"this test left the process umask at {after:03o} (it was {before:03o})"
+    left = signal.getsignal(signal.SIGTERM)
+    if left is not handler:
+        signal.signal(signal.SIGTERM, handler)
+        pytest.fail(f"this test left a SIGTERM handler behind: {left!r}")
 
 
 @pytest.fixture(scope="session")

@@ -60,7 +60,8 @@ def suite_run_page(request: Request, run_id: int, session: SessionDep, caller: R
     return render(request, "suite_run.html", caller, run=run, results=results, other=other,
                   cmp=comparison.as_dict(limit=CHANGES_SHOWN), progress=suite_runs.progress(session, run.id),
                   deliveries=suite_queries.deliveries(session, run.id), params=params, verdicts=verdicts.VERDICTS,
-                  recent=_recent(session, run), csv_url=f"/api/v1/suite-runs/{run.id}/results.csv?{_query(params)}",
+                  recent=_recent(session, run), latest=suite_queries.latest_attempts(session, run),
+                  csv_url=f"/api/v1/suite-runs/{run.id}/results.csv?{_query(params)}",
                   next_url=f"/suite-runs/{run.id}?{_query(params, cursor=next_cursor)}#results" if next_cursor else None,
                   filtered=any(params.values()))
 

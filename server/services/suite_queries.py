@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from runtime import verdicts
@@ -114,6 +114,15 @@ def run_results(session: Session, run: SuiteRun, f: ResultFilter, cursor: int | 
                     "duration_s": took})
     next_cursor = rows[limit - 1][0].id if len(rows) > limit else None
     return out[:limit], next_cursor
+
+
+def latest_attempts(session: Session, run: SuiteRun) -> dict[tuple[str, str, str], int]:
+    """(operator, case, mode) -> its latest attempt in the run: earlier attempts were replaced."""
+    rows = session.execute(select(SuiteRunResult.operator, SuiteRunResult.case, SuiteRunResult.mode,
+                                  func.max(SuiteRunResult.attempt))
+                           .where(SuiteRunResult.suite_run_id == run.id)
+                           .group_by(SuiteRunResult.operator, SuiteRunResult.case, SuiteRunResult.mode))
+    return {(op, case, mode): attempt for op, case, mode, attempt in rows}
 
 
 @dataclass

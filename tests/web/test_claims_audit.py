@@ -7,6 +7,7 @@ runs of a suite, for the suite run and compare pages.
 """
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -19,8 +20,9 @@ from sqlalchemy import select
 from runtime import verdicts
 from server.migrate import upgrade
 from server.models import CaseResult, CaseState, Job, Operator, SuiteRunResult
-from server.services import tokens
+from server.services import ingest, tokens
 from server.services.combined import FLAGGED
+from tests.server.suites import scale_add, sim_report
 from tests.web import suite_seed
 from tests.web.conftest import make_app, make_settings
 from tests.web.html import Node
@@ -183,11 +185,27 @@ def suites(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClien
     with app.state.sessionmaker() as session:
         info = suite_seed.seed(session, app.state.blobs, settings)
         info["token"] = tokens.create(session, "reader", ["read"])[1]
+        retry_on_a_device(session, app.state.blobs)
         session.commit()
     with TestClient(app, follow_redirects=False) as client:
         client.cookies.set("crosscheck_token", info["token"])
         yield client, app, info
     app.state.engine.dispose()
+
+
+def retry_on_a_device(session: Any, blobs: Any) -> None:
+    """The NPU lab sends gamma's first case again as attempt 2, from a device: a precision failure that
+    replaces the unverified pass (the page must count the case once, by its latest attempt)."""
+    report = sim_report(scale_add(), "gamma")
+    report.update(mode="npu", cases=[c for c in report["cases"] if c["case"] == suite_seed.C1])
+    report["environment"].update({"cann": "8.0.RC3", "device": "npu:5"})
+    for case in report["cases"]:
+        case.update(verdict="precision_fail", precision="fail", output_written=True, graph_verify=None)
+        case["metrics"] = {**case["metrics"], "max_abs_diff": 0.5, "atol": 1e-3}
+    ingest.store(session, blobs, ingest.Upload(
+        suite="nightly", run_key="pipe-bbb2222", attempt=2, labels={}, mode="npu",
+        environment=report["environment"], cases=report["cases"], kind="report", filename="gamma-retry.json",
+        raw=json.dumps(report).encode(), content_sha256={"gamma": report["submission"]["sha256"]}), "npu-lab")
 
 
 def run_truth(app: FastAPI, run_id: int) -> dict[Key, SuiteRunResult]:
@@ -243,15 +261,19 @@ def check_totals(page: Node, truth: dict[Key, SuiteRunResult]) -> None:
 
 
 def check_results(page: Node, truth: dict[Key, SuiteRunResult]) -> None:
+    """Each case's latest attempt shows its stored verdict; an earlier attempt is marked as replaced."""
     rows = page.find("table", cls="results").find("tbody").find_all("tr")
     seen = set()
     for tr in rows:
-        key = (*row_key(tr), tr.find("td", data_label="Mode").text().lower())
+        key = (*row_key(tr), tr.find("td", data_label="Mode").text().split()[0].lower())
         r = truth[key]
+        if "superseded" in tr.classes:
+            assert f"replaced by attempt {r.attempt}" in tr.text(), key
+            continue
         seen.add(key)
         assert chip(tr.find("td", data_label="Verdict")) == r.verdict, key
         assert ("unverified" in tr.find("td", data_label="Provenance").text()) == (not r.verified), key
-    assert seen == set(truth) and len(rows) == len(truth)
+    assert seen == set(truth) and len(rows) == len(truth) + sum(r.attempt - 1 for r in truth.values())
 
 
 def check_comparison(page: Node, now: dict[Key, SuiteRunResult], before: dict[Key, SuiteRunResult]) -> None:
@@ -287,6 +309,7 @@ def test_suite_run_pages_agree_with_the_stored_results(suites: tuple[TestClient,
     client, app, info = suites
     first, second = run_truth(app, info["first"]), run_truth(app, info["second"])
     assert any(not r.verified for r in second.values())  # the seed holds what could be overstated
+    assert any(r.attempt == 2 for r in second.values())
     for run_id, truth, previous in ((info["first"], first, None), (info["second"], second, first)):
         page = get(client, f"/suite-runs/{run_id}")
         check_totals(page, truth)

@@ -24,10 +24,15 @@ def checkout_command(args: argparse.Namespace) -> int:
 def _print_list(found: list[discover.FoundOperator]) -> int:
     """Each operator, its route, how many cases and where (docs/realops.md §1)."""
     print(f"{'operator':<24} {'route':<8} {'cases':>5}  folder")
+    asked = False
     for op in found:
         where = op.entry or op.folder
-        print(f"{op.name:<24} {op.route:<8} {len(op.cases):>5}  {where}" + (f"  ({op.problem})" if op.problem else ""))
+        count = str(len(op.cases)) if op.cases or op.route != "script" else "?"
+        asked = asked or count == "?"
+        print(f"{op.name:<24} {op.route:<8} {count:>5}  {where}" + (f"  ({op.problem})" if op.problem else ""))
     print(f"{len(found)} operator(s), {sum(op.route != 'none' for op in found)} runnable")
+    if asked:
+        print("?: the run asks the script itself (`--list`), else runs it whole")
     return exit_codes.OK if found else exit_codes.UNUSABLE
 
 

@@ -253,6 +253,20 @@ def test_cli_lists_operators_and_refuses_an_ambiguous_checkout(capsys):
     assert "choose with --op NAME" in capsys.readouterr().err
 
 
+def test_cli_list_says_a_script_is_asked_for_its_cases(capsys, tmp_path):
+    from runtime.cli import main
+
+    (tmp_path / "src/pkg/ops/triple").mkdir(parents=True)
+    (tmp_path / "src/pkg/ops/triple/triple_impl.py").write_text("import pypto\n")
+    test = tmp_path / "tests/ops/Triple/test_triple.py"
+    test.parent.mkdir(parents=True)
+    test.write_text("import sys\nif '--list' in sys.argv:\n    print('ID: one')\n")
+    (test.parent / "triple_golden.py").write_text("def triple_golden(x):\n    return 3 * x\n")
+    assert main(["run", str(tmp_path), "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "script       ?  tests/ops/Triple/test_triple.py" in out and "asks the script itself" in out
+
+
 INPLACE = GYM / "tests/ops/vector/InplaceAddNorm"
 
 

@@ -5,7 +5,8 @@ A case is one operator x case x mode. It **regressed** when
   failing and now fails more severely (precision_fail -> crash); or
 - its graph-verify diff (SIM) or NPU diff grew more than 10x while staying finite (both runs
   measured a non-zero, finite diff).
-It is **fixed** when it was not acceptable and now is. Other verdict changes (e.g. graph verify
+It is **fixed** when it was not acceptable and now is, by a verified result (an unverified upload's
+pass is listed as changed; new flags ignore unverified results too). Other verdict changes (e.g. graph verify
 becoming unavailable: sim_garbage_graph_ok -> sim_output_unwritten) are listed as changed.
 The raw SIM diff is never compared: on CPU hosts it is leftover memory (docs/ci.md).
 """
@@ -34,6 +35,7 @@ class CaseOutcome:
     max_abs_diff: float | None = None
     graph_max_abs_diff: float | None = None
     diagnosis_rules: str = ""
+    verified: bool = True  # False: uploaded without a device (or versions); it proves nothing acceptable
 
 
 @dataclass
@@ -118,6 +120,9 @@ def compare(before: dict[Key, CaseOutcome], after: dict[Key, CaseOutcome]) -> Co
                                           f"{old.verdict} -> {new.verdict}" + (f"; {grown}" if grown else "")))
         elif grown:
             out.regressions.append(Change(op, case, mode, old.verdict, new.verdict, grown))
+        elif s_old > 0 and s_new == 0 and not new.verified:  # a pass nobody verified fixes nothing
+            out.changed.append(Change(op, case, mode, old.verdict, new.verdict,
+                                      f"{old.verdict} -> {new.verdict} (unverified upload: not a fix)"))
         elif s_old > 0 and s_new == 0:
             out.fixes.append(Change(op, case, mode, old.verdict, new.verdict, f"{old.verdict} -> {new.verdict}"))
         elif old.verdict != new.verdict:
@@ -132,7 +137,7 @@ def run_flags(outcomes: dict[Key, CaseOutcome]) -> dict[tuple[str, str], str]:
     """(operator, case) -> the sim_garbage_* verdict across modes, for cases this run flags."""
     by_case: dict[tuple[str, str], dict[str, str | None]] = {}
     for (op, case, mode), o in outcomes.items():
-        by_case.setdefault((op, case), {})[mode] = o.verdict
+        by_case.setdefault((op, case), {})[mode] = o.verdict if o.verified else None  # no claim unverified
     flags = {}
     for key, modes in by_case.items():
         verdict, _ = combined.combine(modes.get("sim"), modes.get("npu"))
@@ -154,5 +159,5 @@ def latest(rows: Iterable[Any]) -> dict[Key, CaseOutcome]:
         key = (r.operator, r.case, r.mode)
         if key not in best or r.attempt >= best[key][0]:
             best[key] = (r.attempt, CaseOutcome(r.verdict, r.max_abs_diff, r.graph_max_abs_diff,
-                                                r.diagnosis_rules or ""))
+                                                r.diagnosis_rules or "", getattr(r, "verified", True)))
     return {k: v for k, (_, v) in best.items()}

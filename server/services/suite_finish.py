@@ -22,7 +22,8 @@ STORED_CHANGES = 50  # changes kept on the run row for lists; the compare endpoi
 def outcomes(session: Session, run_id: int) -> dict[Key, suite_compare.CaseOutcome]:
     rows = session.execute(select(SuiteRunResult.operator, SuiteRunResult.case, SuiteRunResult.mode,
                                   SuiteRunResult.attempt, SuiteRunResult.verdict, SuiteRunResult.max_abs_diff,
-                                  SuiteRunResult.graph_max_abs_diff, SuiteRunResult.diagnosis_rules)
+                                  SuiteRunResult.graph_max_abs_diff, SuiteRunResult.diagnosis_rules,
+                                  SuiteRunResult.verified)
                            .where(SuiteRunResult.suite_run_id == run_id))
     return suite_compare.latest(rows)
 

@@ -186,6 +186,9 @@ def suites(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClien
         info = suite_seed.seed(session, app.state.blobs, settings)
         info["token"] = tokens.create(session, "reader", ["read"])[1]
         retry_on_a_device(session, app.state.blobs)
+        info["third"] = suite_seed._run(session, app.state.blobs, settings, "ccc3333", {"alpha": {}})
+        for op in ("alpha", "gamma"):
+            upload_npu(session, app.state.blobs, op, "pipe-ccc3333", {}, "pass", 2.5e-4)  # no device: unverified
         session.commit()
     with TestClient(app, follow_redirects=False) as client:
         client.cookies.set("crosscheck_token", info["token"])
@@ -193,19 +196,27 @@ def suites(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClien
     app.state.engine.dispose()
 
 
+def upload_npu(session: Any, blobs: Any, op: str, run_key: str, env: dict[str, str], verdict: str, diff: float,
+               cases: tuple[str, ...] = (suite_seed.C1, suite_seed.C2), attempt: int = 1) -> None:
+    """An NPU lab's report for `op` into a suite run (without a device in `env` it is unverified)."""
+    report = sim_report(scale_add(), op)
+    report.update(mode="npu", cases=[c for c in report["cases"] if c["case"] in cases])
+    report["environment"].update({"cann": "8.0.RC3", **env})
+    for case in report["cases"]:
+        case.update(verdict=verdict, precision="pass" if verdict == "pass" else "fail", output_written=True,
+                    graph_verify=None)
+        case["metrics"] = {**case["metrics"], "max_abs_diff": diff, "atol": 1e-3}
+    ingest.store(session, blobs, ingest.Upload(
+        suite="nightly", run_key=run_key, attempt=attempt, labels={}, mode="npu",
+        environment=report["environment"], cases=report["cases"], kind="report", filename=f"{op}-{attempt}.json",
+        raw=json.dumps(report).encode(), content_sha256={op: report["submission"]["sha256"]}), "npu-lab")
+
+
 def retry_on_a_device(session: Any, blobs: Any) -> None:
     """The NPU lab sends gamma's first case again as attempt 2, from a device: a precision failure that
     replaces the unverified pass (the page must count the case once, by its latest attempt)."""
-    report = sim_report(scale_add(), "gamma")
-    report.update(mode="npu", cases=[c for c in report["cases"] if c["case"] == suite_seed.C1])
-    report["environment"].update({"cann": "8.0.RC3", "device": "npu:5"})
-    for case in report["cases"]:
-        case.update(verdict="precision_fail", precision="fail", output_written=True, graph_verify=None)
-        case["metrics"] = {**case["metrics"], "max_abs_diff": 0.5, "atol": 1e-3}
-    ingest.store(session, blobs, ingest.Upload(
-        suite="nightly", run_key="pipe-bbb2222", attempt=2, labels={}, mode="npu",
-        environment=report["environment"], cases=report["cases"], kind="report", filename="gamma-retry.json",
-        raw=json.dumps(report).encode(), content_sha256={"gamma": report["submission"]["sha256"]}), "npu-lab")
+    upload_npu(session, blobs, "gamma", "pipe-bbb2222", {"device": "npu:5"}, "precision_fail", 0.5,
+               cases=(suite_seed.C1,), attempt=2)
 
 
 def run_truth(app: FastAPI, run_id: int) -> dict[Key, SuiteRunResult]:
@@ -300,6 +311,12 @@ def check_comparison(page: Node, now: dict[Key, SuiteRunResult], before: dict[Ke
     both = now.keys() & before.keys()
     moved = listed.get("regressions", set()) | listed.get("fixes", set()) | listed.get("changed", set())
     assert all(now[k].verdict != before[k].verdict for k in listed.get("changed", set()) | listed.get("fixes", set()))
+    # Fixed claims the case is acceptable now: a pass nobody verified does not make it so.
+    assert all(now[k].verified for k in listed.get("fixes", set()))
+    for tr in (page.find_all("table", id="new-flags") or [Node("table")])[0].find_all("tr")[1:]:
+        if chip(tr.find("td", data_label="Now")) == "sim_garbage_npu_ok":  # claims an NPU checked it
+            op, case = row_key(tr)
+            assert now[(op, case, "npu")].verified, (op, case)
     unchanged = page.find("ul", cls="counts").find("li", cls="muted").find("strong").text()
     assert int(unchanged) == len(both - moved)
     assert all(now[k].verdict == before[k].verdict for k in both - moved)
@@ -310,7 +327,9 @@ def test_suite_run_pages_agree_with_the_stored_results(suites: tuple[TestClient,
     first, second = run_truth(app, info["first"]), run_truth(app, info["second"])
     assert any(not r.verified for r in second.values())  # the seed holds what could be overstated
     assert any(r.attempt == 2 for r in second.values())
-    for run_id, truth, previous in ((info["first"], first, None), (info["second"], second, first)):
+    third = run_truth(app, info["third"])
+    for run_id, truth, previous in ((info["first"], first, None), (info["second"], second, first),
+                                    (info["third"], third, second)):
         page = get(client, f"/suite-runs/{run_id}")
         check_totals(page, truth)
         check_results(page, truth)
@@ -320,8 +339,10 @@ def test_suite_run_pages_agree_with_the_stored_results(suites: tuple[TestClient,
 
 def test_compare_pages_agree_with_the_stored_results(suites: tuple[TestClient, FastAPI, dict[str, Any]]) -> None:
     client, app, info = suites
-    runs = {i: run_truth(app, i) for i in (info["first"], info["second"])}
-    for a, b in ((info["second"], info["first"]), (info["first"], info["second"]), (info["second"], info["second"])):
+    runs = {i: run_truth(app, i) for i in (info["first"], info["second"], info["third"])}
+    assert runs[info["second"]][("gamma", suite_seed.C1, "npu")].verdict == "precision_fail"  # then an unverified pass
+    for a, b in ((info["second"], info["first"]), (info["first"], info["second"]), (info["second"], info["second"]),
+                 (info["third"], info["second"]), (info["third"], info["first"])):
         check_comparison(get(client, f"/suite-runs/{a}/compare/{b}"), runs[a], runs[b])
 
 

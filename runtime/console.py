@@ -81,6 +81,13 @@ def _rows(report: Report) -> list[list[str]]:
             for case in report.cases]
 
 
+# How the runner found the cases (report.Submission.cases_from), in words for the header.
+CASES_FROM_TEXT = {"test_cases.json": "cases from test_cases.json", "test functions": "cases: its test_* functions",
+                   "--case": "cases given with --case", "--list": "cases from its --list",
+                   "test_cases.json beside": "cases from the test_cases.json beside it",
+                   "the script whole": "run whole: it lists no cases"}
+
+
 def _structure_text(case: CaseResult) -> str:
     """The job's structural status, unless the verdict says it shows nothing about the kernel: a fake
     pass never ran it, and a SIM that cannot simulate it stopped for its own reasons."""
@@ -159,7 +166,9 @@ def _cases_text(cases: list[str], total: int) -> str:
 def print_report(report: Report, console: Console | None = None) -> None:
     console = console or Console()
     sub = report.submission
-    _print_indented(console, f"{sub.name} ({sub.kind}, sha256 {sub.sha256[:12]}) mode={report.mode} "
+    found = CASES_FROM_TEXT.get(sub.cases_from, "")
+    _print_indented(console, f"{sub.name} ({sub.kind}{', ' + found if found else ''}, sha256 {sub.sha256[:12]}) "
+                             f"mode={report.mode} "
                              f"pypto {report.environment.pypto}, torch {report.environment.torch}"
                              + (", torch_npu: CPU stand-in" if report.environment.torch_npu else ""), 0)
     rows = _rows(report)

@@ -194,6 +194,9 @@ class Submission:
     name: str
     sha256: str
     files: list[str] = field(default_factory=list)
+    # How the cases were found: test_cases.json | test functions | --list | test_cases.json beside |
+    # the script whole | --case (runtime.runner.CASES_FROM)
+    cases_from: str = ""
 
 
 @dataclass

@@ -132,6 +132,7 @@ def _run_in(work: Path, path: Path, options: RunOptions, warm: WarmParent | None
             warm = warm or WarmParent(options.mode)
             runner.warm = warm
             report.cases, report.cancelled = runner.run_all(runner.case_list(), on_case)
+            report.submission.cases_from = runner.cases_from
             report.environment.sandbox = runner.sandbox_info or {}
             if runner.standin_used:
                 report.environment.torch_npu = STANDIN_NOTE
@@ -200,6 +201,7 @@ class _CaseRunner:
         self.list_printed = False  # that `--list` printed something on stdout
         self.test_double = False  # NPU runs on our tests' torch_npu double: no precision evidence
         self._count = 0
+        self.cases_from = ""  # set by case_list()
 
     def syntax_failures(self, errors: list[ErrorInfo]) -> list[CaseResult]:
         first = errors[0]
@@ -216,26 +218,35 @@ class _CaseRunner:
                            stages=list(self.shared_stages)) for i in ids]
 
     def case_list(self) -> list[Any]:
+        """The cases to run; `cases_from` says how they were found (the report header shows it)."""
+        cases, self.cases_from = self._find_cases()
+        return cases
+
+    def _find_cases(self) -> tuple[list[Any], str]:
         if self.sub.case_file is not None:
             cases = self.sub.case_file.cases
-            return [c for c in cases if not self.options.cases or c.id in self.options.cases]
+            return [c for c in cases if not self.options.cases or c.id in self.options.cases], "test_cases.json"
         assert self.sub.script is not None
         path = self.sub.root / self.sub.script
         functions = [] if testmodule.answers_list(path) else testmodule.test_functions(path)
         if functions:  # a test module: each test_* function is a case (docs/realops.md §4)
             wanted = self.options.cases or functions
-            return [TestFunction(f) for f in functions if f in wanted] or [TestFunction(f) for f in wanted]
+            found = [TestFunction(f) for f in functions if f in wanted] or [TestFunction(f) for f in wanted]
+            return found, "test functions"
         if self.options.cases:
-            return list(self.options.cases)
+            return list(self.options.cases), "--case"
         if not testmodule.answers_list(path) and testmodule.strict_argparse(path):
-            return [MAIN_CASE]  # its argparse would exit 2 on `--list` (or on a guessed case id): run it whole
+            return [MAIN_CASE], "the script whole"  # its argparse would exit 2 on `--list` or a guessed id
         listed = self._discover_script_cases()
-        if listed or self.list_run is not None or self.list_printed:
+        if listed:
+            return listed, "--list"
+        if self.list_run is not None or self.list_printed:
             # A listing printed in a form we cannot read ("1. description"): run whole, not guess arguments.
-            return listed or [MAIN_CASE]
+            return [MAIN_CASE], "the script whole"
         # `--list` exited cleanly and printed nothing (it logs where we cannot read): the gym convention of
         # `test_x.py CASE_ID` with the ids of the test_cases.json beside it, as discovery lists them.
-        return self._beside_case_ids() or [MAIN_CASE]
+        beside = self._beside_case_ids()
+        return (beside, "test_cases.json beside") if beside else ([MAIN_CASE], "the script whole")
 
     def _discover_script_cases(self) -> list[str]:
         """Ask the script for its case ids (`--list`, the hicann/pypto examples convention).

@@ -106,3 +106,11 @@ def test_a_case_sim_cannot_simulate_reads_structure_unknown() -> None:
     at = next(i for i, line in enumerate(lines) if "sim_unsupported" in line)
     block = "\n".join(lines[at:at + 4])
     assert "structure unknown" in block and "structure error" not in block, block
+
+
+def test_the_header_says_how_the_cases_were_found() -> None:
+    report = _report()
+    report.submission.kind, report.submission.cases_from = "script", "test functions"
+    console = Console(width=200, record=True, force_terminal=False)
+    print_report(report, console)
+    assert console.export_text().splitlines()[0].startswith("softmax (script, cases: its test_* functions, sha256")

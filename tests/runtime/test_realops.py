@@ -99,6 +99,7 @@ def test_a_literal_import_module_is_followed_and_a_script_without_run_mode_is_no
 def test_npu_first_script_runs_unchanged_and_its_asserts_judge_the_graph(warm_sim, calculator_cache, tmp_path):
     report = run_submission(AXPY, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path), warm=warm_sim)
     assert [c.case for c in report.cases] == ["axpy_small", "axpy_wide"]  # ids from the gym-style --list
+    assert report.submission.cases_from == "--list"
     assert report.environment.torch_npu and "stand-in" in report.environment.torch_npu
     for case in report.cases:
         assert case.verdict == "sim_garbage_graph_ok", (case.verdict_reason, case.error)
@@ -171,6 +172,7 @@ ROW_SQUARE_MEAN = GYM / "tests/ops/vector/RowSquareMean/test_row_square_mean.py"
 def test_npu_only_test_module_runs_each_test_function_as_a_case(warm_sim, calculator_cache, tmp_path):
     report = run_submission(ROW_SQUARE_MEAN, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path), warm=warm_sim)
     assert [c.case for c in report.cases] == ["test_level0", "test_level1"]
+    assert report.submission.cases_from == "test functions"
     for case in report.cases:
         assert case.verdict == "sim_garbage_graph_ok", (case.verdict_reason, case.error)
         assert case.graph_verify["asserts_judged"] == 1 and case.script["exit_code"] == 0

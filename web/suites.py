@@ -13,7 +13,8 @@ from runtime import verdicts
 from server.api.deps import SessionDep
 from server.errors import InvalidInput
 from server.models.base import utcnow
-from server.services import suite_queries, suite_runs
+from server.models.suite_run import FINISHED
+from server.services import suite_finish, suite_queries, suite_runs
 from web.deps import Reader, render
 from web.errors import HtmlRoute
 
@@ -45,6 +46,8 @@ def suite_run_page(request: Request, run_id: int, session: SessionDep, caller: R
     """A run: labels, totals, what changed since the previous run on its branch, and every result."""
     run = suite_runs.get_run(session, run_id)
     suite_runs.settle(session, run)
+    if run.status == FINISHED and "unverified_by_mode" not in (run.totals or {}):
+        run.totals = suite_finish.totals(session, run)  # stored by an older version: counted attempts, unverified
     if verdict and verdict not in verdicts.VERDICTS:
         raise InvalidInput(f"unknown verdict {verdict!r}")
     if mode and mode not in MODES:

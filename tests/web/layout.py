@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 from fastapi import FastAPI
 from starlette.routing import Match
 
-# Every element that sticks out of the viewport, ignoring those inside a container that scrolls or clips
+# Every element that sticks out of the viewport (or whose text does), ignoring those inside a container that scrolls or clips
 # (reachable by scrolling it) and visually hidden ones; plus whether the page itself scrolls sideways.
 OVERFLOW_JS = """() => {
   const W = document.documentElement.clientWidth, bad = [];
@@ -20,7 +20,9 @@ OVERFLOW_JS = """() => {
   for (const el of document.querySelectorAll('body *')) {
     const r = el.getBoundingClientRect(), cs = getComputedStyle(el);
     if ((r.width === 0 && r.height === 0) || cs.visibility === 'hidden' || el.closest('.sr-only, .skip')) continue;
-    if ((r.right > W + 1 || r.left < -1) && !clipped(el)) {
+    // its box, or text spilling out of it (a nowrap line wider than its cell)
+    const spills = cs.overflowX === 'visible' && el.clientWidth > 0 && r.left + el.scrollWidth > W + 1;
+    if ((r.right > W + 1 || r.left < -1 || spills) && !clipped(el)) {
       bad.push(el.tagName.toLowerCase() + '.' + el.className + ' [' + Math.round(r.left) + ',' + Math.round(r.right) + ']');
     }
   }

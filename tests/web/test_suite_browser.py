@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 from playwright import sync_api
+from sqlalchemy import func, select
 
 from server.migrate import upgrade
+from server.models import SuiteRunResult
 from server.services import tokens
 from tests.web import suite_seed
 from tests.web.conftest import make_app, make_settings
@@ -39,6 +41,9 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     with app.state.sessionmaker() as session:
         info = suite_seed.seed(session, app.state.blobs, settings)
         info["token"] = tokens.create(session, "reader", ["read"])[1]
+        info["jobs"] = dict(session.execute(select(SuiteRunResult.mode, func.max(SuiteRunResult.job_id))
+                                            .where(SuiteRunResult.suite_run_id == info["second"])
+                                            .group_by(SuiteRunResult.mode)).all())
         session.commit()
     with serve(app) as base:
         yield {"base": base, "app": app, **info}
@@ -119,7 +124,10 @@ def test_no_element_overflows_on_any_suite_page(page: Any, live: dict[str, Any])
                        ("run-none", f"/suite-runs/{second}?operator=nobody"),
                        ("compare", f"/suite-runs/{second}/compare/{first}"), ("compare-back", f"/suite-runs/{first}/compare/{second}"),
                        ("compare-self", f"/suite-runs/{second}/compare/{second}"),
-                       ("compare-form", f"/suite-runs?run={second}&other={first}")):
+                       ("compare-form", f"/suite-runs?run={second}&other={first}"),
+                       # what a run links to: operators with uploaded NPU results, a SIM job, an upload's job
+                       ("operator-alpha", "/operators/alpha"), ("operator-gamma", "/operators/gamma"),
+                       *((f"job-{mode}", f"/jobs/{job_id}") for mode, job_id in live["jobs"].items())):
         page.goto(live["base"] + path)
         visited.add(route_of(live["app"], path))
         if found := layout_problems(page):

@@ -354,9 +354,20 @@ def test_compare_pages_agree_with_the_stored_results(suites: tuple[TestClient, F
 def test_the_suite_list_agrees_with_the_stored_results(suites: tuple[TestClient, FastAPI, dict[str, Any]]) -> None:
     client, app, info = suites
     page = get(client, "/suites")
+    compared = 0
     for tr in page.find("table", cls="runs").find("tbody").find_all("tr"):
         run_id = int(tr.find("th").text().split("#")[1])
         truth = run_truth(app, run_id)
         done = [(k, r) for k, r in truth.items() if r.verdict is not None]
         assert tr.find("td", data_label="Cases").text() == str(len(truth))
         assert tr.find("td", data_label="Failing").text() == str(sum(1 for k, r in done if not verdicts.acceptable(r.verdict, k[2])))
+        vs = tr.find("td", data_label="vs previous")
+        links = vs.find_all("a")
+        if links:  # the stored comparison's chips: what the compare page finds now, case by case
+            counts = {a.attrs["href"][1:]: int(a.find("strong").text())
+                      for a in get(client, links[0].attrs["href"]).find("ul", cls="counts").find_all("a")}
+            text = vs.text()
+            assert (f"{counts['regressions']} regressed" in text if counts["regressions"] else "no regression" in text)
+            assert (f"{counts['fixes']} fixed" in text) == bool(counts["fixes"]), text
+            compared += 1
+    assert compared == 2  # runs 2 and 3 each against the run before

@@ -145,6 +145,8 @@ def test_script_graph_verdicts(warm_sim, calculator_cache, tmp_path, added, verd
 OWN_CHECK = {  # a wrong kernel (x + 2), judged by checks the harness cannot read (gym ApplyRMSProp's shape)
     "bare-assert": "assert float((out - (x + 1.0)).abs().max()) < 1e-5, 'out mismatch'",
     "own-raise": "if float((out - (x + 1.0)).abs().max()) >= 1e-5:\n        raise ValueError('out mismatch')",
+    # an assert on something other than values (the stand-in's tensors are on the CPU): no word on the maths
+    "device-assert": "assert out.device.type == 'npu', 'run me on an NPU'",
     # gym GatherPaKvCache: torch.equal, then [PRECISION_FAIL] through logging (stderr) and exit 1
     "fail-marker": "import logging\n    if not torch.equal(out, x + 1.0):\n"
                    "        logging.getLogger('t').error('[PRECISION_FAIL]')\n        sys.exit(1)",
@@ -153,6 +155,7 @@ OWN_CHECK = {  # a wrong kernel (x + 2), judged by checks the harness cannot rea
 
 @pytest.mark.parametrize("check,verdict,status", [("bare-assert", "graph_fail", "fail"),
                                                   ("own-raise", "structural_error", "unavailable"),
+                                                  ("device-assert", "structural_error", "unavailable"),
                                                   ("fail-marker", "graph_fail", "fail")])
 def test_a_check_of_the_tests_own_on_the_graph_result(warm_sim, calculator_cache, tmp_path, check, verdict, status):
     path = tmp_path / "plus_one.py"

@@ -16,6 +16,8 @@ INIT_KINDS = ("randn", "rand", "ones", "zeros", "arange")
 COMPARE_KINDS = ("strict", "ratio")
 # The ratio-tolerant compare of large model ops: at most 0.5% of elements outside tolerance.
 DEFAULT_MAX_MISMATCH_RATIO = 0.005
+# The most a case may accept: beyond it "ratio" would pass garbage (a max_mismatch_ratio of 1 passes anything).
+MAX_MISMATCH_RATIO_CAP = 0.1
 SHAPE_SUFFIX = "_shape"
 MIN_SEED, MAX_SEED = -(2**63), 2**64 - 1  # what torch.manual_seed accepts
 MAX_DIMS = 64  # more dims than any tensor library supports
@@ -137,6 +139,9 @@ def _parse_case(where: str, index: int, item: Any) -> CaseSpec:
     if compare not in COMPARE_KINDS:
         raise SubmissionError(f"{label}: 'compare' must be one of {', '.join(COMPARE_KINDS)}, got {compare!r}")
     ratio = _optional_float(label, item, "max_mismatch_ratio")
+    if ratio is not None and not 0.0 <= ratio <= MAX_MISMATCH_RATIO_CAP:
+        raise SubmissionError(f"{label}: 'max_mismatch_ratio' must be between 0 and {MAX_MISMATCH_RATIO_CAP} "
+                              f"(at most {MAX_MISMATCH_RATIO_CAP:.0%} of the elements outside tolerance), got {ratio}")
     params = item.get("params", {})
     if not isinstance(params, dict):
         raise SubmissionError(f"{label}: 'params' must be an object of keyword arguments for the wrapper")

@@ -16,7 +16,7 @@ import math
 from dataclasses import field
 from typing import Any
 
-from pydantic import TypeAdapter, field_validator
+from pydantic import TypeAdapter, field_validator, model_validator
 from pydantic.dataclasses import dataclass
 
 from runtime.modes import Mode
@@ -121,7 +121,7 @@ class CaseResult:
     evidence: dict[str, Any] = field(default_factory=dict)
     # Verdict version_skew: {installed, kind, names, evidence, found_by} (runtime.skew)
     version_skew: dict[str, Any] | None = None
-    # A not_run case SIM could not simulate on this host: what it lacks (runtime.simgap); no kernel defect
+    # A sim_unsupported case: what this host's SIM lacks (runtime.simgap); no kernel defect
     sim_gap: str | None = None
 
     @field_validator("verdict")
@@ -148,6 +148,33 @@ class CaseResult:
                 if problem:
                     raise ValueError(f"outputs[{i}].{key}: {problem}")
         return value
+
+
+    @model_validator(mode="after")
+    def _pass_agrees_with_its_metrics(self) -> "CaseResult":
+        problem = impossible_pass(self.metrics) if self.verdict == "pass" else None
+        if problem:
+            raise ValueError(f"verdict pass contradicts its own metrics: {problem}")
+        return self
+
+
+def impossible_pass(m: dict[str, Any] | None) -> str | None:
+    """What no tolerance allows in a passing result: a shape that differs, NaN, or more mismatches than any
+    case may accept (runtime.cases.MAX_MISMATCH_RATIO_CAP). An upload once read "pass" with 100 % mismatches."""
+    from runtime.cases import MAX_MISMATCH_RATIO_CAP
+
+    if not isinstance(m, dict):
+        return None
+    if m.get("shape_match") is False:
+        return "the output's shape differs from the golden's"
+    if isinstance(m.get("nan_count"), int) and m["nan_count"] > 0:
+        return f"{m['nan_count']} NaN in the output"
+    ratio = m.get("mismatch_ratio")
+    if ratio is None and isinstance(m.get("mismatch_count"), int) and isinstance(m.get("numel"), int) and m["numel"]:
+        ratio = m["mismatch_count"] / m["numel"]
+    if isinstance(ratio, (int, float)) and ratio > MAX_MISMATCH_RATIO_CAP:
+        return f"{ratio:.1%} of the elements are outside tolerance (a case may accept at most {MAX_MISMATCH_RATIO_CAP:.0%})"
+    return None
 
 
 def impossible_metrics(m: dict[str, Any] | None) -> str | None:

@@ -47,3 +47,26 @@ def test_the_runtime_cannot_write_an_impossible_report():
     built.cases[0].metrics = {"numel": 4, "mismatch_count": 5}  # set after construction
     with pytest.raises(ValidationError, match="larger than numel"):
         built.to_dict()
+
+
+@pytest.mark.parametrize("metrics, problem", [
+    ({"numel": 2048, "mismatch_count": 2048, "mismatch_ratio": 1.0}, "100.0% of the elements"),
+    ({"numel": 2048, "mismatch_count": 0, "mismatch_ratio": 0.0, "nan_count": 3}, "3 NaN"),
+    ({"numel": 2048, "mismatch_count": 0, "mismatch_ratio": 0.0, "shape_match": False}, "shape differs"),
+])
+def test_a_pass_its_own_numbers_contradict_is_refused(metrics, problem):
+    with pytest.raises(ValidationError, match=problem):
+        report.from_dict(_report(verdict="pass", metrics=metrics))
+    report.from_dict(_report(verdict="precision_fail", metrics=metrics))  # the same numbers fail honestly
+
+
+def test_a_case_may_not_accept_garbage_by_its_mismatch_ratio(tmp_path):
+    from runtime.cases import load_case_file
+    from runtime.errors import SubmissionError
+
+    path = tmp_path / "test_cases.json"
+    path.write_text(json.dumps({"op_name": "op", "test_cases": [{"id": "c", "seed": 1, "compare": "ratio",
+                                                                  "max_mismatch_ratio": 1.0,
+                                                                  "input": {"shape": [4], "dtype": "float32"}}]}))
+    with pytest.raises(SubmissionError, match="'max_mismatch_ratio' must be between 0 and 0.1"):
+        load_case_file(path, "op")

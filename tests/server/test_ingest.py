@@ -60,6 +60,8 @@ def test_a_report_is_stored_with_provenance_and_idempotently(client, hdr, app, n
     assert counts(app) == before
     changed = copy.deepcopy(npu)
     changed["cases"][1]["verdict"] = "pass"
+    changed["cases"][1]["metrics"].update(mismatch_count=0, mismatch_ratio=0.0, nan_count=0, inf_count=0,
+                                          shape_match=True)
     conflict = post_report(client, hdr, changed)
     assert conflict.status_code == 409 and "attempt 2" in conflict.json()["detail"]
     assert counts(app) == before
@@ -83,6 +85,8 @@ def test_results_without_a_complete_fingerprint_are_unverified(client, hdr, npu)
     (lambda r: r["cases"][1].update(verdict="great"), "not a known verdict"),
     (lambda r: r["cases"][0].pop("case"), "report.cases[0].case: Field required"),
     (lambda r: r.update(mode="gpu"), "mode"),
+    # "pass" with its own numbers saying otherwise: the upload is refused, not stored as an NPU pass
+    (lambda r: r["cases"][1].update(verdict="pass"), "verdict pass contradicts its own metrics"),
 ])
 def test_a_wrong_report_is_refused_and_nothing_is_stored(client, hdr, app, npu, mutate, needle):
     mutate(npu)

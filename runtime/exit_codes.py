@@ -22,13 +22,13 @@ WORDS = {OK: "acceptable", KERNEL_DEFECT: "kernel defect", UNUSABLE: "unusable i
 _PRECEDENCE = (KERNEL_DEFECT, UNUSABLE, INFRA, OK)
 
 
-def of_case(verdict: str, mode: str, stage: str = "", sim_gap: str = "") -> int:
+def of_case(verdict: str, mode: str, stage: str = "") -> int:
     """One case's code. A case the harness could not judge is not the kernel's fault: a failed golden
     is the submission's (2), a device that could not be set up is ours (3), and so is a kernel this
     host's SIM cannot simulate (3: no capable host here, runtime.simgap)."""
     if verdicts.acceptable(verdict, mode):
         return OK
-    if verdict == verdicts.SIM_UNSUPPORTED or (verdict == verdicts.NOT_RUN and sim_gap):
+    if verdict == verdicts.SIM_UNSUPPORTED:
         return INFRA
     if verdict == verdicts.NOT_RUN and stage == "golden":
         return UNUSABLE
@@ -54,21 +54,16 @@ def of_cases(cases: Iterable[Any], mode: str) -> int:
     def get(case: Any, key: str) -> str:
         return str((case.get(key) if isinstance(case, dict) else getattr(case, key, "")) or "")
 
-    return combine(of_case(get(c, "verdict"), mode, get(c, "stage"), get(c, "sim_gap")) for c in cases)
+    return combine(of_case(get(c, "verdict"), mode, get(c, "stage")) for c in cases)
 
 
 def summary(cases: Iterable[Any], mode: str) -> str:
     """One line saying what happened, e.g. 'kernel defect: 2 of 2 cases (graph fail ×2)'."""
-    rows = [c if isinstance(c, dict) else {"verdict": c.verdict, "stage": c.stage, "sim_gap": c.sim_gap}
-            for c in cases]
-
-    def code_of(r: dict[str, Any]) -> int:
-        return of_case(str(r["verdict"]), mode, str(r.get("stage") or ""), str(r.get("sim_gap") or ""))
-
-    code = combine(code_of(r) for r in rows)
+    rows = [c if isinstance(c, dict) else {"verdict": c.verdict, "stage": c.stage} for c in cases]
+    code = combine(of_case(str(r["verdict"]), mode, str(r.get("stage") or "")) for r in rows)
     if not rows:
         return "unusable input: no case was judged"
-    bad = [r for r in rows if code_of(r) == code]
+    bad = [r for r in rows if of_case(str(r["verdict"]), mode, str(r.get("stage") or "")) == code]
     counts: dict[str, int] = {}
     for r in bad:
         counts[str(r["verdict"])] = counts.get(str(r["verdict"]), 0) + 1

@@ -20,6 +20,7 @@ from runtime import exit_codes as ec
     ("pass", "sim", "compare", ec.KERNEL_DEFECT),  # a SIM "pass" is not acceptable for SIM
     ("version_skew", "sim", "sim", ec.UNUSABLE),  # written for another pypto: not the kernel's defect
     ("resource_limit", "sim", "sim", ec.INFRA),  # our limit stopped it: raise it, nothing known of the kernel
+    ("sim_unsupported", "sim", "sim", ec.INFRA),  # this host's SIM cannot simulate it: no capable host here
 ])
 def test_each_case_gets_its_code(verdict: str, mode: str, stage: str, code: int) -> None:
     assert ec.of_case(verdict, mode, stage) == code

@@ -222,7 +222,7 @@ class Submission:
     sha256: str
     files: list[str] = field(default_factory=list)
     # How the cases were found: test_cases.json | test functions | --list | test_cases.json beside |
-    # the script whole | --case (runtime.runner.CASES_FROM)
+    # the script whole | --case (runtime.runner _find_cases; in words: runtime.console CASES_FROM_TEXT)
     cases_from: str = ""
 
 

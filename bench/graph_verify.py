@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from runtime.calculator import default_cache_dir  # noqa: E402
+from runtime.evidence.calculator import default_cache_dir  # noqa: E402
 from runtime.runner import RunOptions, run_submission  # noqa: E402
 from runtime.warm import WarmParent  # noqa: E402
 
@@ -31,7 +31,7 @@ import torch, pypto
 mode, cache = sys.argv[1], sys.argv[2]
 if mode == "cached":
     from pathlib import Path
-    from runtime import calculator, graph_verify
+    from runtime.evidence import calculator, graph_verify
     from pypto.frontend.parser.entry import JitCallableWrapper
     t0 = time.perf_counter()
     calculator.load(calculator.library_path(Path(cache)))
@@ -90,7 +90,7 @@ def main() -> None:
     ap.add_argument("--examples", nargs="*", default=["scale_add", "relu", "softmax", "matmul", "dynamic_add"])
     args = ap.parse_args()
     cache = default_cache_dir()
-    from runtime import calculator
+    from runtime.evidence import calculator
 
     calculator.build(cache)
     print("1. first graph verify in a fresh process")

@@ -17,8 +17,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from runtime.calculator import default_cache_dir  # noqa: E402
-from runtime.discover import discover, load  # noqa: E402
+from runtime.evidence.calculator import default_cache_dir  # noqa: E402
+from runtime.intake.discover import discover  # noqa: E402
+from runtime.intake.submission import load_operator as load  # noqa: E402
 from runtime.runner import RunOptions, run_submission  # noqa: E402
 from runtime.warm import WarmParent  # noqa: E402
 

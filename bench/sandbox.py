@@ -25,7 +25,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from runtime.cgroup import JobCgroup
+from runtime.fence.cgroup import JobCgroup
 from runtime.runner import RunOptions, run_submission
 from runtime.warm import WarmParent
 from runtime.warm.guard import dir_bytes, tree_usage

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.modes import MODES
-from runtime.pypto_api import REFERENCE_PYPTO
+from runtime.devices.pypto_api import REFERENCE_PYPTO
 
 TASK_RUN_JOB = "jobs.run"  # args: [job_id, attempt]
 QUEUES = MODES  # one queue per mode: the server sends each job to the queue named by its mode

@@ -1,5 +1,5 @@
 import sys
 
-from runtime.cli import main
+from runtime.cli.cli import main
 
 sys.exit(main())

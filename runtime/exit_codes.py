@@ -25,7 +25,7 @@ _PRECEDENCE = (KERNEL_DEFECT, UNUSABLE, INFRA, OK)
 def of_case(verdict: str, mode: str, stage: str = "") -> int:
     """One case's code. A case the harness could not judge is not the kernel's fault: a failed golden
     is the submission's (2), a device that could not be set up is ours (3), and so is a kernel this
-    host's SIM cannot simulate (3: no capable host here, runtime.simgap)."""
+    host's SIM cannot simulate (3: no capable host here, runtime.judge.simgap)."""
     if verdicts.acceptable(verdict, mode):
         return OK
     if verdict == verdicts.SIM_UNSUPPORTED:

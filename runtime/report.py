@@ -112,16 +112,16 @@ class CaseResult:
     launches: list[Launch] = field(default_factory=list)
     graph_verify: dict[str, Any] | None = None
     outputs: list[dict[str, Any]] = field(default_factory=list)  # per output, by name: metrics, graph_metrics
-    timing: dict[str, Any] | None = None  # NPU runs whose case asks: median and spread (runtime.timing)
+    timing: dict[str, Any] | None = None  # NPU runs whose case asks: median and spread (runtime.job.timing)
     script: dict[str, Any] | None = None
     logs: dict[str, str] = field(default_factory=dict)  # stdout/stderr/plog tails
     job_dir: str = ""
-    evidence_dir: str = ""  # the copies the harness took from the job dir (runtime.evidence)
+    evidence_dir: str = ""  # the copies the harness took from the job dir (runtime.evidence.evidence)
     # What the harness corroborated outside the job: launches, its recompare, contradictions, refusals.
     evidence: dict[str, Any] = field(default_factory=dict)
-    # Verdict version_skew: {installed, kind, names, evidence, found_by} (runtime.skew)
+    # Verdict version_skew: {installed, kind, names, evidence, found_by} (runtime.judge.skew)
     version_skew: dict[str, Any] | None = None
-    # A sim_unsupported case: what this host's SIM lacks (runtime.simgap); no kernel defect
+    # A sim_unsupported case: what this host's SIM lacks (runtime.judge.simgap); no kernel defect
     sim_gap: str | None = None
 
     @field_validator("verdict")
@@ -160,8 +160,8 @@ class CaseResult:
 
 def impossible_pass(m: dict[str, Any] | None) -> str | None:
     """What no tolerance allows in a passing result: a shape that differs, NaN, or more mismatches than any
-    case may accept (runtime.cases.MAX_MISMATCH_RATIO_CAP). An upload once read "pass" with 100 % mismatches."""
-    from runtime.cases import MAX_MISMATCH_RATIO_CAP
+    case may accept (runtime.intake.cases.MAX_MISMATCH_RATIO_CAP). An upload once read "pass" with 100 % mismatches."""
+    from runtime.intake.cases import MAX_MISMATCH_RATIO_CAP
 
     if not isinstance(m, dict):
         return None
@@ -211,8 +211,8 @@ class Environment:
     sandbox: dict[str, Any] = field(default_factory=dict)
     runtime: str = ""  # runtime.__version__: part of the key under which a result may be reused
     device: str | None = None  # the NPU the cases ran on ("npu:0"); None in SIM
-    npu: dict[str, Any] = field(default_factory=dict)  # NPU runs: card, CANN, driver, SoC (runtime.host)
-    torch_npu: str | None = None  # SIM: set when a case imported the CPU stand-in (runtime.standin)
+    npu: dict[str, Any] = field(default_factory=dict)  # NPU runs: card, CANN, driver, SoC (runtime.devices.host)
+    torch_npu: str | None = None  # SIM: set when a case imported the CPU stand-in (runtime.devices.standin)
 
 
 @dataclass
@@ -222,7 +222,7 @@ class Submission:
     sha256: str
     files: list[str] = field(default_factory=list)
     # How the cases were found: test_cases.json | test functions | --list | test_cases.json beside |
-    # the script whole | --case (runtime.runner _find_cases; in words: runtime.console CASES_FROM_TEXT)
+    # the script whole | --case (runtime.runner _find_cases; in words: runtime.cli.console CASES_FROM_TEXT)
     cases_from: str = ""
 
 

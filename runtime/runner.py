@@ -13,19 +13,20 @@ from pathlib import Path
 from typing import Any
 
 from runtime.modes import MODES
-from runtime import submission as submission_mod
-from runtime import graph_verify, testmodule
-from runtime.cases import check_memory
-from runtime.dtypes import default_tolerance
+from runtime.intake import submission as submission_mod
+from runtime.evidence import graph_verify
+from runtime.intake import testmodule
+from runtime.intake.cases import check_memory
+from runtime.intake.dtypes import default_tolerance
 from runtime.errors import NO_NPU_MESSAGE, HostError, SubmissionError
-from runtime.host import choose_device, environment, npu_fingerprint, npu_status
-from runtime.jobenv import JobDirs, job_environment
-from runtime.jobfiles import JobFiles
-from runtime import pypto_api
+from runtime.devices.host import choose_device, environment, npu_fingerprint, npu_status
+from runtime.fence.jobenv import JobDirs, job_environment
+from runtime.fence.jobfiles import JobFiles
+from runtime.devices import pypto_api
 from runtime.lint import GOLDEN_FALLBACK, VERSION_SKEW_RULES, lint_files
-from runtime.outcome import JobContext, build
+from runtime.judge.outcome import JobContext, build
 from runtime.report import CaseResult, Diagnosis, ErrorInfo, LintFinding, Report, Stage, Submission
-from runtime.sandbox import Limits
+from runtime.fence.sandbox import Limits
 from runtime.warm import WarmParent
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -44,7 +45,7 @@ class RunOptions:
     mode: str = "sim"
     cases: list[str] = field(default_factory=list)
     timeout_s: float = DEFAULT_TIMEOUT_S
-    memory_bytes: int = Limits.memory_bytes  # per case, its real memory (runtime.sandbox.Limits)
+    memory_bytes: int = Limits.memory_bytes  # per case, its real memory (runtime.fence.sandbox.Limits)
     nproc: int = Limits.nproc  # per case, processes and threads
     disk_bytes: int = Limits.disk_bytes  # per case, its job dir
     # How the caller's users raise each limit ("memory" -> "--memory GIB"), named in resource_limit verdicts.
@@ -196,7 +197,7 @@ class _CaseRunner:
         self.skew_findings = [f for f in findings if f.rule in VERSION_SKEW_RULES]
         self.warm: WarmParent | None = None
         self.sandbox_info: dict[str, Any] | None = None
-        self.standin_used = False  # a SIM case imported the torch_npu stand-in (runtime.standin)
+        self.standin_used = False  # a SIM case imported the torch_npu stand-in (runtime.devices.standin)
         self.list_run: tuple[JobContext, dict[str, Any]] | None = None  # a `--list` ask that ran the script whole
         self.list_printed = False  # that `--list` printed something on stdout
         self.test_double = False  # NPU runs on our tests' torch_npu double: no precision evidence
@@ -302,7 +303,7 @@ class _CaseRunner:
             "job_dir": str(dirs.root), "src_dir": str(dirs.src), "work_dir": str(dirs.work),
             "log_dir": str(dirs.logs), "stdout_path": str(dirs.stdout), "stderr_path": str(dirs.stderr),
             "results_dir": str(dirs.results),
-            # Outside the job dir, owned by the harness alone (runtime.evidence).
+            # Outside the job dir, owned by the harness alone (runtime.evidence.evidence).
             "evidence_dir": str(self.work / "evidence" / dirs.root.name),
             "writable_dirs": [str(d) for d in dirs.writable()],
             "mode": self.options.mode, "device_id": self.options.device_id,

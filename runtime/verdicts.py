@@ -9,16 +9,16 @@
 | timeout               | the job ran past its wall-clock limit and was killed |
 | resource_limit        | the job hit one of its limits (memory, processes, disk) and was stopped; the reason names the limit and how to raise it |
 | not_run               | no kernel ran: the wrapper/script never launched a jit kernel, or the golden failed so the case could not be evaluated |
-| sim_unsupported       | SIM mode only: this host's simulator cannot simulate an op the kernel uses (runtime.simgap), so nothing is known about the kernel; only an NPU can judge it. Not a kernel defect |
+| sim_unsupported       | SIM mode only: this host's simulator cannot simulate an op the kernel uses (runtime.judge.simgap), so nothing is known about the kernel; only an NPU can judge it. Not a kernel defect |
 | suspect_fake_pass     | the result matches the golden (exactly or within tolerance) but the kernel cannot have produced it: no kernel launched, lint found a golden fallback, the kernel did not write the output that matches, or SIM (which has no data path) "wrote" it; also any job whose own report contradicts what the harness checked outside it (forged launches, edited harness code, metrics or bytes that disagree) |
 | sim_output_unwritten  | SIM compiled and ran the kernel but, as SIM always does on a CPU host, wrote no output: structure OK, no precision evidence |
 | sim_garbage_graph_ok  | as sim_output_unwritten, and graph verify ran the kernel's tensor graph on the CPU and matched the golden: the SIM garbage is benign; hardware precision still awaits the NPU |
 | graph_fail            | SIM compiled and ran the kernel, but its tensor graph computed on the CPU does not match the golden (or never writes the output): the kernel's maths or tiling is wrong, no NPU needed |
-| version_skew          | the kernel failed because it was written for another pypto: it uses a name, a call or syntax the installed pypto lacks or spells differently (runtime.skew). Not a kernel defect; run it with the pypto it targets |
+| version_skew          | the kernel failed because it was written for another pypto: it uses a name, a call or syntax the installed pypto lacks or spells differently (runtime.judge.skew). Not a kernel defect; run it with the pypto it targets |
 
 Graph verify never makes a case `pass`: precision on hardware is the NPU's word. Launches count
 only when pypto's own call folders corroborate them, and the metrics are the harness's recompare
-of the dumped bytes (runtime.corroborate, docs/SECURITY.md).
+of the dumped bytes (runtime.evidence.corroborate, docs/SECURITY.md).
 """
 from __future__ import annotations
 
@@ -68,17 +68,17 @@ class Evidence:
     exit_code: int | None = None
     asserts_passed: int = 0
     asserts_failed: int = 0
-    asserts_failed_unwritten: int = 0  # failed on a kernel argument that SIM never wrote (runtime.instrument)
+    asserts_failed_unwritten: int = 0  # failed on a kernel argument that SIM never wrote (runtime.evidence.instrument)
     failed_type: str = ""  # the exception that ended the stage, if any
-    raised_after_launches: bool = False  # the test's own code raised after every launch returned (runtime.outcome)
+    raised_after_launches: bool = False  # the test's own code raised after every launch returned (runtime.judge.outcome)
     markers: dict[str, int] = field(default_factory=dict)
-    # where the job's report disagrees with the harness's own checks (runtime.corroborate)
+    # where the job's report disagrees with the harness's own checks (runtime.evidence.corroborate)
     contradictions: list[str] = field(default_factory=list)
     changed_after_launch: bool = False  # the output's bytes changed after the kernel's last launch
     device_failed: bool = False  # NPU: torch_npu or set_device failed before anything ran
     resource_limit: str = ""  # which limit stopped the job, and how to raise it (structural resource_limit)
-    version_skew: str | None = None  # what the installed pypto lacks, when the failure says so (runtime.skew)
-    sim_gap: str | None = None  # what this host's SIM cannot simulate, when the failure says so (runtime.simgap)
+    version_skew: str | None = None  # what the installed pypto lacks, when the failure says so (runtime.judge.skew)
+    sim_gap: str | None = None  # what this host's SIM cannot simulate, when the failure says so (runtime.judge.simgap)
 
 
 def decide(ev: Evidence) -> tuple[str, str, str]:

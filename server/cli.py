@@ -10,12 +10,12 @@ import argparse
 import importlib
 import sys
 
-from runtime import cli_help
+from runtime.cli import cli_help
 
 # (command, module): runtime commands first, then the service's.
 COMMANDS = (
-    ("run", "runtime.cli"),
-    ("calculator", "runtime.cli"),
+    ("run", "runtime.cli.cli"),
+    ("calculator", "runtime.cli.cli"),
     ("up", "server.commands.up"),
     ("api", "server.commands.api"),
     ("worker", "server.commands.worker"),
@@ -28,7 +28,7 @@ COMMANDS = (
 
 
 def _register_runtime(sub: argparse._SubParsersAction, name: str) -> None:  # type: ignore[type-arg]
-    from runtime import cli
+    from runtime.cli import cli
 
     if name == "run":
         p = sub.add_parser("run", help="verify one submission on this host")
@@ -41,7 +41,7 @@ def _register_runtime(sub: argparse._SubParsersAction, name: str) -> None:  # ty
 
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
-    from runtime import cli
+    from runtime.cli import cli
 
     parser = argparse.ArgumentParser(prog="crosscheck", description="PTO Crosscheck: verify PyPTO kernels",
                                      epilog=cli.EXIT_CODES_HELP + " (run, submit and ci)")
@@ -49,7 +49,7 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     wanted = argv[0] if argv and not argv[0].startswith("-") else None
     for name, module in COMMANDS:
-        if module == "runtime.cli":
+        if module == "runtime.cli.cli":
             _register_runtime(sub, name)
             continue
         if wanted is not None and wanted != name:

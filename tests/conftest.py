@@ -42,8 +42,8 @@ def _process_state_is_restored():
 @pytest.fixture(scope="session")
 def calculator_cache() -> Path:
     """The calculator, built once per machine (about a minute) into the user cache."""
-    from runtime import calculator
-    from runtime.calculator import default_cache_dir
+    from runtime.evidence import calculator
+    from runtime.evidence.calculator import default_cache_dir
 
     cache = Path(os.environ.get("CROSSCHECK_CACHE_DIR") or default_cache_dir())
     ready, _ = calculator.status(cache)

@@ -7,16 +7,16 @@ Never imported: vulture only parses it. Add a name here only with the reason it 
 _ = object()
 
 # Read by a library we hand the object to.
-_.cfg_cmd_ext  # pypto's CMake context (runtime/calculator.py)
-_.build_job_num  # pypto's CMake context (runtime/calculator.py)
-_.compress_type  # zipfile.ZipInfo (runtime/discover.py, server/commands/submit.py)
+_.cfg_cmd_ext  # pypto's CMake context (runtime/evidence/calculator.py)
+_.build_job_num  # pypto's CMake context (runtime/evidence/calculator.py)
+_.compress_type  # zipfile.ZipInfo (runtime/intake/discover.py, server/commands/submit.py)
 _.polling_interval  # kombu transport options (server/queue.py, worker/app.py)
 _.openapi  # FastAPI calls app.openapi() (server/main.py)
 
 # Serialized as JSON fields (dataclasses.asdict, pydantic response models, SQLAlchemy columns).
 _.schema_version  # runtime/report.py
-_.found_by  # runtime/skew.py, in the report's version_skew
-_.bus_id, _.power_w, _.temp_c, _.aicore_pct, _.memory_mb, _.hbm_mb  # runtime/npu_smi.py card fields
+_.found_by  # runtime/judge/skew.py, in the report's version_skew
+_.bus_id, _.power_w, _.temp_c, _.aicore_pct, _.memory_mb, _.hbm_mb  # runtime/devices/npu_smi.py card fields
 _.mismatch_ratio, _.inf_count, _.output_abs_max, _.golden_abs_max, _.shape_match, _.dtype_match  # case_results
 _.last_status_code, _.last_error, _.delivered_at  # webhook deliveries
 _.size_bytes, _.webhook_configured, _.latest_run, _.not_reused, _.release  # API response fields
@@ -28,7 +28,7 @@ _.y_label, _.x_ticks, _.span_us, _.circles  # _charts.html
 _.reproduce  # job.html
 _.last_at  # _commit_history.html
 
-# Called by the user's test files through the torch_npu stand-in (runtime/standin/site/torch_npu).
+# Called by the user's test files through the torch_npu stand-in (runtime/devices/standin/site/torch_npu).
 _.npu_stream, _.wait_stream, _.Stream, _.get_device_name, _.is_initialized, _.get_npu_format
 __getattr__  # module-level attribute hook: `torch_npu.npu_*` fused ops
 _.Format, _.NCHW, _.NHWC, _.ND, _.NC1HWC0, _.FRACTAL_Z, _.FRACTAL_NZ  # torch_npu.Format, named by NZ-cast tests
@@ -36,9 +36,9 @@ _.Format, _.NCHW, _.NHWC, _.ND, _.NC1HWC0, _.FRACTAL_Z, _.FRACTAL_NZ  # torch_np
 # Read by tests.
 _.starts  # worker/warm.py: how many warm parents a holder started (tests/worker)
 
-# Not read yet: runtime/jobfiles.py Entry records them; the hardening issue reworks that module.
+# Not read yet: runtime/fence/jobfiles.py Entry records them; the hardening issue reworks that module.
 _.mtime, _.ctime
-_.tmp_bytes  # runtime/sandbox.py JobLimits: declared, not enforced anywhere yet (the hardening issue)
+_.tmp_bytes  # runtime/fence/sandbox.py JobLimits: declared, not enforced anywhere yet (the hardening issue)
 
-# Read by argparse when it formats --help (runtime/cli_help.py sets it on every subparser).
+# Read by argparse when it formats --help (runtime/cli/cli_help.py sets it on every subparser).
 _.formatter_class

@@ -44,8 +44,8 @@ def references() -> list[tuple[str, str, str | None]]:
 def test_the_scan_sees_the_known_citations():
     """Guards the scan itself: if it found nothing, every other check here would pass vacuously."""
     cited = {(where, doc) for where, doc, _ in references()}
-    assert ("runtime/graph_verify.py", "pypto.md") in cited
-    assert ("runtime/dtypes.py", "pypto.md") in cited
+    assert ("runtime/evidence/graph_verify.py", "pypto.md") in cited
+    assert ("runtime/intake/dtypes.py", "pypto.md") in cited
 
 
 def test_every_cited_doc_and_section_exists():
@@ -124,7 +124,7 @@ def cited_paths() -> list[tuple[str, str, str | None]]:
 
 def test_the_path_scan_sees_the_known_citations():
     cited = {path for _, path, _ in cited_paths()}
-    assert {"runtime/child.py", "server/services/jobs.py", "tests/hostile/unfixed_sandbox.py"} <= cited
+    assert {"runtime/job/child.py", "server/services/jobs.py", "tests/hostile/unfixed_sandbox.py"} <= cited
 
 
 def test_every_repository_path_cited_in_the_docs_exists():

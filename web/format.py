@@ -105,7 +105,7 @@ def graph_cell(status: str | None, diff: Any) -> dict[str, str]:
     return {"text": "—", "css": "muted", "title": "no graph verify result"}
 
 
-NOISE_PREFIX = "noise-"  # runtime.diagnose: known-benign pypto log lines
+NOISE_PREFIX = "noise-"  # runtime.judge.diagnose: known-benign pypto log lines
 
 
 def diagnosis_rules(rules: str | None) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from runtime import costmodel
+from runtime.evidence import costmodel
 from server.blobs import BlobStore
 from server.errors import DomainError
 from server.models import CaseResult, Job, Submission
@@ -134,7 +134,7 @@ def _attempt_files(blobs: BlobStore, job: Job) -> list[str]:
 
 
 def _by_case(files: list[str]) -> dict[int, list[str]]:
-    """Artifact paths grouped by case index (runtime.artifacts names folders NNN-<case>/)."""
+    """Artifact paths grouped by case index (runtime.evidence.artifacts names folders NNN-<case>/)."""
     out: dict[int, list[str]] = {}
     for f in files:
         m = CASE_DIR.search(f)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
-from runtime import archive
+from runtime.intake import archive
 
 MAX_SOURCE_BYTES = 1024 * 1024  # a kernel source larger than this is not shown
 MAX_FILES = 200

@@ -11,7 +11,7 @@ from celery import Celery
 from kombu import Queue
 
 from jobqueue import QUEUES, SQLA_PREFIX, TASK_RUN_JOB, configure_sqlite_transport, worker_queues
-from runtime.pypto_api import installed_version
+from runtime.devices.pypto_api import installed_version
 from worker.config import WorkerSettings, get_settings
 from worker.capabilities import host_modes
 

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from jobqueue import parse_queue
-from runtime import calculator, graph_verify
+from runtime.evidence import calculator, graph_verify
 from runtime.modes import MODES
 from runtime.errors import NO_NPU_MESSAGE
-from runtime.host import environment, npu_devices, npu_status
-from runtime.npu_probe import NpuHost, probe
+from runtime.devices.host import environment, npu_devices, npu_status
+from runtime.devices.npu_probe import NpuHost, probe
 from worker.card_health import CardLedger
 from worker.card_pool import CardPool
 
@@ -63,7 +63,7 @@ def check_queues(queues: list[str], npu: NpuHost | None = None) -> None:
 
 
 def probe_npu(queues: list[str], allowed: list[int] | None) -> NpuHost | None:
-    """The start-up probe (runtime.npu_probe), for workers that consume the npu queue.
+    """The start-up probe (runtime.devices.npu_probe), for workers that consume the npu queue.
 
     TASK_DEVICE, set by npu-taskqueue for the process it starts, narrows the cards to that one.
     """
@@ -122,7 +122,7 @@ class CalculatorBuild:
 
     Until it is ready, SIM jobs run without graph verify (their cases say why), so a fresh worker
     is useful at once. Concurrent builders (several workers on one cache) wait for one another
-    inside runtime.calculator.build.
+    inside runtime.evidence.calculator.build.
     """
 
     def __init__(self, cache_dir: Path):

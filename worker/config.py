@@ -12,8 +12,8 @@ from pydantic import field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from jobqueue import DEFAULT_DATA_DIR, embedded_broker_url
-from runtime.calculator import default_cache_dir
-from runtime.host import parse_device_list
+from runtime.evidence.calculator import default_cache_dir
+from runtime.devices.host import parse_device_list
 
 
 class WorkerSettings(BaseSettings):

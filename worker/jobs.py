@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runtime import artifacts
+from runtime.evidence import artifacts
 from runtime.errors import NO_NPU_MESSAGE, HostError, SubmissionError
-from runtime.host import npu_status
+from runtime.devices.host import npu_status
 from runtime.report import CaseResult, Report
 from runtime.runner import RunOptions, run_submission
 from runtime.warm import WarmParentError
@@ -169,7 +169,7 @@ def _safe_name(filename: str) -> str:
 
 
 def pack_artifacts(report: Report, dest: Path) -> bytes | None:
-    """The report's evidence files (runtime.artifacts.collect) as a .tar.gz, or None when there are none."""
+    """The report's evidence files (runtime.evidence.artifacts.collect) as a .tar.gz, or None when there are none."""
     files = artifacts.collect(report, dest)
     if not files:
         return None

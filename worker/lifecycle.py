@@ -1,6 +1,6 @@
 """The worker's process lifecycle, wired to Celery's signals.
 
-- main process, before start: probe the NPU cards (runtime.npu_probe); refuse the npu queue without one;
+- main process, before start: probe the NPU cards (runtime.devices.npu_probe); refuse the npu queue without one;
 - main process, when ready: build the graph-verify calculator in the background if needed, and post
   this worker's heartbeat (capabilities, cards and their health, queues, current job) every
   JOB_HEARTBEAT_S, applying the card releases an admin asked for;
@@ -18,7 +18,7 @@ from typing import Any
 from celery import signals
 
 from jobqueue import parse_queue
-from runtime.npu_probe import NpuHost
+from runtime.devices.npu_probe import NpuHost
 from worker.capabilities import CalculatorBuild, capabilities, check_queues, check_versions, probe_npu
 from worker.card_health import CardLedger
 from worker.card_pool import CardPool

@@ -23,7 +23,7 @@ from worker.card_pool import CardPool, NoFreeCard, NoUsableCard
 
 log = logging.getLogger(__name__)
 
-# Diagnosis rules (runtime/rules/diagnosis.toml) that point at the card or its driver, not the kernel.
+# Diagnosis rules (runtime/judge/rules/diagnosis.toml) that point at the card or its driver, not the kernel.
 DEVICE_RULES = ("npu-device-error", "npu-driver-cann-too-old", "npu-aicore-exception", "npu-handshake-timeout")
 # A case that hangs where the card works (setting it up, the launch, the timing loop) may be the card's.
 HANG_STAGES = ("device", "npu", "timing")

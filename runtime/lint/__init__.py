@@ -1,5 +1,5 @@
 """Static checks of a PyPTO submission's source, with the stdlib `ast` only: nothing of it is imported or run.
-The version-skew rules also read the installed pypto's API, introspected apart (runtime.pypto_api).
+The version-skew rules also read the installed pypto's API, introspected apart (runtime.devices.pypto_api).
 
 `lint_source` checks one file. `lint_files` checks a submission's files and lets each module know which
 names its siblings export as kernel launches (see `runtime.lint.module` for that heuristic). Rule ids
@@ -21,7 +21,7 @@ from runtime.lint.rules import GOLDEN_FALLBACK, RULES, SEVERITY, VERSION_SKEW_RU
 from runtime.report import LintFinding
 
 if TYPE_CHECKING:  # the lint imports no other runtime module (tests/runtime/test_lint.py)
-    from runtime.pypto_api import PyptoApi
+    from runtime.devices.pypto_api import PyptoApi
 
 __all__ = ["GOLDEN_FALLBACK", "RULES", "SEVERITY", "VERSION_SKEW_RULES", "lint_files", "lint_source"]
 
@@ -29,7 +29,7 @@ __all__ = ["GOLDEN_FALLBACK", "RULES", "SEVERITY", "VERSION_SKEW_RULES", "lint_f
 def lint_source(text: str, file: str, api: PyptoApi | None = None) -> list[LintFinding]:
     """Findings for one file's source, sorted by line; a file that does not parse yields none.
 
-    With `api` (the installed pypto's, runtime.pypto_api), pypto names and calls are checked against it.
+    With `api` (the installed pypto's, runtime.devices.pypto_api), pypto names and calls are checked against it.
     """
     tree = _parse(text)
     return [] if tree is None else _lint(tree, text, file, siblings={}, api=api)

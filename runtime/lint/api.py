@@ -1,6 +1,6 @@
 """Version-skew rules: pypto names and calls that the installed pypto lacks or spells differently.
 
-The installed pypto's public API comes from runtime.pypto_api (introspected once per install); the
+The installed pypto's public API comes from runtime.devices.pypto_api (introspected once per install); the
 checks only read it. A name counts as missing when its parent is a pypto module or class that this
 pypto introspected and the leaf is not among its public names (docs/versions.md §1).
 """
@@ -13,7 +13,7 @@ from runtime.lint.module import Module
 from runtime.lint.rules import API_MISSING, CALL_MISMATCH, Findings
 
 if TYPE_CHECKING:  # the lint imports no other runtime module (tests/runtime/test_lint.py)
-    from runtime.pypto_api import PyptoApi
+    from runtime.devices.pypto_api import PyptoApi
 
 POSITIONAL = ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD")
 

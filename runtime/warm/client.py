@@ -14,7 +14,7 @@ from importlib import util as importlib_util
 from pathlib import Path
 from typing import Any, Iterator
 
-from runtime.jobenv import write_sim_config
+from runtime.fence.jobenv import write_sim_config
 
 READY_TIMEOUT_S = 180.0
 # What the warm parent may inherit from its starter, by name or prefix; nothing else.

@@ -1,6 +1,6 @@
 """The job leader's watch over one job's resources: memory, processes and disk.
 
-Memory and processes are the job cgroup's (runtime.cgroup) when the leader could make one; without
+Memory and processes are the job cgroup's (runtime.fence.cgroup) when the leader could make one; without
 it a watchdog polls the job's process tree: its memory (the resident sum, then the proportional set
 size when that sum is over the limit) and its threads against the process limit (which RLIMIT_NPROC
 of the job uid then also enforces). Disk has no kernel limit to lean on (RLIMIT_FSIZE
@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runtime.cgroup import JobCgroup
+from runtime.fence.cgroup import JobCgroup
 
 RSS_POLL_S = 0.2
 DISK_POLL_S = 1.0

@@ -12,9 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runtime import events as events_mod
-from runtime import evidence, sandbox
-from runtime.cgroup import JobCgroup
+from runtime.fence import events as events_mod
+from runtime.evidence import evidence
+from runtime.fence import sandbox
+from runtime.fence.cgroup import JobCgroup
 from runtime.warm.guard import Guard
 
 POLL_S = 0.05
@@ -29,7 +30,7 @@ def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict
     `report_fd` is the leader's own pipe to the warm parent: the job process must not hold it, or
     it could write the whole report itself.
     """
-    from runtime import child
+    from runtime.job import child
 
     cancel = _Cancel()
     signal.signal(signal.SIGTERM, cancel.request)  # the warm parent's way to say "stop this job now"
@@ -123,7 +124,7 @@ def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict
 
 def _load_calculator(cfg: dict[str, Any]) -> None:
     """Load the cached calculator before the job starts; never build it here (~60 s)."""
-    from runtime import calculator
+    from runtime.evidence import calculator
 
     if not cfg.get("enabled"):
         return

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime import cgroup, sandbox
+from runtime.fence import cgroup, sandbox
 from runtime.warm.leader import supervise_job
 
 LEADER_GRACE_S = 60.0  # on top of the job timeout, before the parent kills a stuck leader
@@ -26,13 +26,14 @@ def _preload(mode: str) -> dict[str, Any]:
     import torch
 
     if mode == "npu":
-        # Before pypto, as NPU scripts do; refuses the test double or the SIM stand-in (runtime/device.py).
-        from runtime.device import load_torch_npu
+        # Before pypto, as NPU scripts do; refuses the test double or the SIM stand-in (runtime/devices/device.py).
+        from runtime.devices.device import load_torch_npu
 
         load_torch_npu()
     import pypto
     import pypto.frontend  # noqa: F401
-    from runtime import child, graph_verify, instrument, metrics  # noqa: F401
+    from runtime.job import child  # noqa: F401
+    from runtime.evidence import graph_verify, instrument, metrics
 
     info = {"pypto": getattr(pypto, "__version__", "unknown"), "torch": torch.__version__,
             "python": sys.version.split()[0]}

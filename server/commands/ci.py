@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.padding import Padding
 
 from runtime.modes import MODES
-from runtime.pypto_api import version_argument
+from runtime.devices.pypto_api import version_argument
 from server.commands.api_client import Api, Forbidden, Refused, Unreachable
 from server.commands.submit import NO_WORKER_FOR_VERSION
 
@@ -103,7 +103,7 @@ class Submitted:
 
 
 def _run(args: argparse.Namespace, err: Console) -> int:
-    from runtime.discover import discover
+    from runtime.intake.discover import discover
     from runtime.errors import SubmissionError
     from server.commands.junit_out import Broken
 
@@ -162,7 +162,7 @@ def _warn_without_workers(api: Api, modes: list[str], err: Console) -> None:
 def _submit_one(api: Api, checkout: Path, run_id: int, op: Any, modes: list[str],
                 pypto: str | None) -> dict[str, Any] | str:
     """The server's answer, or why the operator was not submitted."""
-    from runtime.discover import pack
+    from runtime.intake.discover import pack
     from runtime.errors import SubmissionError
 
     try:

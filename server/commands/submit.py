@@ -20,9 +20,10 @@ import httpx2 as httpx
 from rich.console import Console
 from rich.markup import escape
 
-from runtime import archive, exit_codes
+from runtime.intake import archive
+from runtime import exit_codes
 from runtime.modes import MODES
-from runtime.pypto_api import version_argument
+from runtime.devices.pypto_api import version_argument
 from server.commands import datadir
 
 DEFAULT_SERVER = "http://127.0.0.1:8000"
@@ -80,7 +81,7 @@ def bundle(path: Path, operator: str | None = None) -> tuple[str, bytes]:
     Inside a checkout (docs/realops.md §5) only what the job needs is packed: a test file with what it imports,
     or one operator of a checkout folder (`operator` chooses when there are several).
     """
-    from runtime import discover
+    from runtime.intake import discover
     from runtime.errors import SubmissionError
 
     try:
@@ -109,7 +110,7 @@ def bundle(path: Path, operator: str | None = None) -> tuple[str, bytes]:
 
 
 def imports_root(test_file: Path) -> Path:
-    from runtime.imports import tree_root
+    from runtime.intake.imports import tree_root
 
     root = tree_root(test_file)
     assert root is not None  # discover.of_test_file found it
@@ -285,7 +286,7 @@ def _wait(server: Server, ids: list[int], err: Console, timeout_s: float | None)
 
 
 def _report(server: Server, submission_id: int, jobs: list[dict[str, Any]], json_path: Path | None) -> int:
-    from runtime.console import print_report
+    from runtime.cli.console import print_report
     from runtime.report import from_dict
 
     out = Console(stderr=json_path is not None and str(json_path) == "-")

@@ -60,7 +60,7 @@ def npu_refusal(queues: list[str]) -> str | None:
     if "npu" not in queues:
         return None
     from runtime.errors import NO_NPU_MESSAGE
-    from runtime.host import npu_status
+    from runtime.devices.host import npu_status
 
     available, why = npu_status()
     return None if available else f"{NO_NPU_MESSAGE} ({why})"
@@ -79,7 +79,7 @@ def default_concurrency(queues: list[str], devices: list[int] | None) -> int:
     """One job per NPU card (the cards named, else the /dev/davinci nodes), else 1."""
     if "npu" not in queues:
         return 1
-    from runtime.host import npu_devices
+    from runtime.devices.host import npu_devices
 
     found = npu_devices()
     cards = [d for d in found if devices is None or d in devices]
@@ -87,7 +87,7 @@ def default_concurrency(queues: list[str], devices: list[int] | None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runtime.host import parse_device_list
+    from runtime.devices.host import parse_device_list
 
     try:
         queues = parse_queues(args.queue, args.queues)
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     # A session of its own: a terminal's Ctrl-C reaches Celery once, through us, not twice.
-    from runtime.pypto_api import installed_version
+    from runtime.devices.pypto_api import installed_version
 
     consumed = worker_queues(queues, installed_version())
     print(f"consuming {', '.join(consumed)} (pypto {installed_version() or 'not installed'})", file=sys.stderr)

@@ -8,7 +8,7 @@ from typing import IO, Any
 
 from sqlalchemy.orm import Session
 
-from runtime import archive
+from runtime.intake import archive
 from server.blobs import BlobStore
 from server.errors import InvalidInput
 from server.models import Job
@@ -22,7 +22,7 @@ def stage(blobs: BlobStore, job_id: int, attempt: int, fileobj: IO[bytes]) -> Pa
     """Check every member of a .tar.gz and unpack it into a private staging folder.
 
     The tarball comes from a worker that ran untrusted kernel code, so it goes through the one
-    archive reader (runtime/archive.py: relative names, no links or devices, bounded size);
+    archive reader (runtime/intake/archive.py: relative names, no links or devices, bounded size);
     anything it refuses is an InvalidInput naming the member.
     """
     staging = blobs.job_dir(job_id) / f".staging-attempt{attempt}-{uuid.uuid4().hex[:8]}"

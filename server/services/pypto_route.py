@@ -11,7 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from jobqueue import parse_queue, queue_name
-from runtime.pypto_api import check_version
+from runtime.devices.pypto_api import check_version
 from server.config import Settings
 from server.errors import Conflict, InvalidInput
 from server.models import Worker

@@ -13,9 +13,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from runtime.modes import MODES
-from runtime import archive
-from runtime import submission as runtime_submission
-from runtime.cases import check_memory
+from runtime.intake import archive
+from runtime.intake import submission as runtime_submission
+from runtime.intake.cases import check_memory
 from runtime.errors import SubmissionError
 from server.blobs import BlobStore
 from server.config import Settings

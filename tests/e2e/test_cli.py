@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx2 as httpx
 import pytest
 
-from runtime import calculator
+from runtime.evidence import calculator
 from tests.conftest import EXAMPLES, REPO
 from tests.e2e.conftest import (
     JOB_DEADLINE_S,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from jobqueue import REFERENCE_PYPTO
-from runtime import calculator
+from runtime.evidence import calculator
 from tests.e2e.conftest import Stack, alive
 
 pytestmark = pytest.mark.slow

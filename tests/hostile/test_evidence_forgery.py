@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 # A fake launch, as the instrumentation would have recorded it: provenance says the launch wrote `out`.
 RECORD_FAKE_LAUNCH = '''
-from runtime import dumps, instrument
+from runtime.evidence import dumps, instrument
 rec = instrument._recorder
 before = torch.zeros_like(out)
 rec.launches.append(instrument.LaunchRecord(
@@ -68,7 +68,7 @@ out = x * 2.0
 
 def test_outputs_written_by_torch_after_the_launch(warm_sim, tmp_path):
     body = '''
-from runtime import instrument
+from runtime.evidence import instrument
 out = torch.empty_like(x)
 op_kernel(x, out)
 out.copy_(x * 2.0)
@@ -83,7 +83,7 @@ return out
 def test_monkeypatched_pypto_jit(warm_sim, tmp_path):
     prelude = '''
 import pypto.frontend
-from runtime import dumps, instrument
+from runtime.evidence import dumps, instrument
 
 
 def _fake_jit(fn=None, **options):
@@ -112,16 +112,16 @@ pypto.frontend.jit = _fake_jit
 def test_edited_runtime_modules(warm_sim, tmp_path):
     body = '''
 import sys
-sys.modules["runtime.instrument"].bytes_changed = lambda before, after: True
-real = sys.modules["runtime.metrics"].compare
-sys.modules["runtime.metrics"].compare = lambda o, g, rtol, atol: real(g, g, rtol, atol)
+sys.modules["runtime.evidence.instrument"].bytes_changed = lambda before, after: True
+real = sys.modules["runtime.evidence.metrics"].compare
+sys.modules["runtime.evidence.metrics"].compare = lambda o, g, rtol, atol: real(g, g, rtol, atol)
 out = torch.empty_like(x)
 op_kernel(x, out)
 return out
 '''
     case, raw = run(package(tmp_path, body), warm_sim, tmp_path / "work")
     _check(case, raw, "changed the harness's code")
-    assert "runtime.metrics.compare" in case.verdict_reason and case.kernel_launches == 1
+    assert "runtime.evidence.metrics.compare" in case.verdict_reason and case.kernel_launches == 1
     assert case.metrics["mismatch_count"] > 0  # the harness's own recompare, not the edited one
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime import artifacts
+from runtime.evidence import artifacts
 from runtime.report import Environment, Report, Submission
 from tests.hostile import unfixed_evidence as unfixed
 from tests.hostile.evidence_kit import NORMAL, package, run, secret_file, tree_text
@@ -78,7 +78,7 @@ def test_trace_through_a_planted_link_creates_nothing(warm_sim, tmp_path):
     target = outside / "ld.so.preload"  # what a root-owned write through the link would create
     body = f'''
 import json, os
-from runtime import instrument
+from runtime.evidence import instrument
 fake = os.path.join(os.environ["TILE_FWK_OUTPUT_DIR"], "output_20990101_000000_000000_1_")
 sim = os.path.join(fake, "CostModelSimulationOutput")
 os.makedirs(sim)
@@ -115,7 +115,7 @@ def test_launch_paths_outside_the_job_dir_are_never_opened(warm_sim, tmp_path):
     (elsewhere / "CostModelSimulationOutput" / "_simulate.swim.json").write_text("[]")
     (elsewhere / "program.json").write_text("{}")
     body = f'''
-from runtime import instrument
+from runtime.evidence import instrument
 instrument._recorder.events.emit("launch", kernel="op_kernel", output_written=[False, True],
                                   arg_shapes=[[16, 32], [16, 32]], duration_s=0.1,
                                   output_dir={str(elsewhere)!r}, error="")

@@ -71,7 +71,7 @@ sys.stdout.flush()
 def test_an_event_flood_is_cut_and_not_accepted(warm_sim, tmp_path):
     body = '''
 import os
-from runtime import instrument
+from runtime.evidence import instrument
 line = b'{"event": "noise", "pad": "' + b"y" * 200 + b'"}\\n'
 fd = instrument._recorder.events.fd
 for _ in range(100_000):  # about 21 MiB of well-formed events

@@ -9,7 +9,7 @@ from __future__ import annotations
 import resource
 import sys
 
-from runtime import sandbox
+from runtime.fence import sandbox
 from runtime.warm import guard, leader, parent
 
 

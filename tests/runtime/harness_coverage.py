@@ -1,4 +1,4 @@
-"""Run one case through the job harness (runtime/child.py) in this process under coverage, and save
+"""Run one case through the job harness (runtime/job/child.py) in this process under coverage, and save
 the lines it executed. Used by test_shared_harness.py: `python harness_coverage.py MODE KIND OUT`.
 
 KIND "package" runs examples/relu's first case, "broken" examples/missing_vec_tiles' (a kernel that
@@ -15,13 +15,13 @@ from pathlib import Path
 import coverage
 
 REPO = Path(__file__).resolve().parents[2]
-MEASURED = ["runtime/child.py", "runtime/device.py", "runtime/timing.py"]
+MEASURED = ["runtime/job/child.py", "runtime/devices/device.py", "runtime/job/timing.py"]
 
 
 def main(mode: str, kind: str, out: str) -> None:
     cov = coverage.Coverage(data_file=out, include=[str(REPO / m) for m in MEASURED])
-    from runtime import submission
-    from runtime.jobenv import write_sim_config
+    from runtime.intake import submission
+    from runtime.fence.jobenv import write_sim_config
     from runtime.runner import RunOptions, _CaseRunner
     from runtime.warm.client import _pypto_lib_dir
 
@@ -39,7 +39,7 @@ def main(mode: str, kind: str, out: str) -> None:
                          work, [], [])
     runner.warm = Warm()  # type: ignore[assignment]
     _, req = runner._prepare(sub.case_file.cases[0] if sub.case_file else "main")
-    from runtime import child
+    from runtime.job import child
 
     real_exit = os._exit
 

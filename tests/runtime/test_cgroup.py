@@ -1,4 +1,4 @@
-"""The job cgroup (runtime.cgroup) on this host's real cgroup fs: limits hit, peaks read, groups removed."""
+"""The job cgroup (runtime.fence.cgroup) on this host's real cgroup fs: limits hit, peaks read, groups removed."""
 from __future__ import annotations
 
 import os
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime import cgroup
+from runtime.fence import cgroup
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="making cgroups needs root")
 

@@ -1,4 +1,4 @@
-"""The cgroup v2 side of runtime.cgroup.
+"""The cgroup v2 side of runtime.fence.cgroup.
 
 This host mounts memory and pids as v1; its cgroup2 hierarchy offers neither (only hugetlb), and
 they cannot be moved to it while v1 groups exist. So v2's limits are checked on a directory tree
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime import cgroup
+from runtime.fence import cgroup
 
 MIB = 2**20
 ALL = "cpuset cpu io memory hugetlb pids rdma misc"

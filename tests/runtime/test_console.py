@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from runtime.console import print_report, summary_line
+from runtime.cli.console import print_report, summary_line
 from runtime.report import CaseResult, Diagnosis, Environment, Report, Submission
 
 VERDICTS = ("sim_garbage_graph_ok", "graph_fail", "suspect_fake_pass")
@@ -65,11 +65,11 @@ def test_summary_says_what_happened() -> None:
 def test_a_suspect_case_says_why() -> None:
     report = _report()
     report.cases[2].verdict_reason = ("the job's own report contradicts what the harness checked outside it: "
-                                      "the job changed the harness's code in its process: runtime.metrics.compare")
+                                      "the job changed the harness's code in its process: runtime.evidence.metrics.compare")
     console = Console(width=80, record=True, force_terminal=False)
     print_report(report, console)
     text = console.export_text()
-    assert "runtime.metrics.compare" in text and max(len(line) for line in text.splitlines()) <= 80
+    assert "runtime.evidence.metrics.compare" in text and max(len(line) for line in text.splitlines()) <= 80
 
 
 def test_a_fake_pass_never_reads_as_structure_ok() -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.diagnose import RULES_PATH, SOURCES, STAGES, diagnose, load_rules
+from runtime.judge.diagnose import RULES_PATH, SOURCES, STAGES, diagnose, load_rules
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "diagnosis"
 TEXTS = FIXTURES / "texts"

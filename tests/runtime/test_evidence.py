@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from runtime import corroborate, dumps, evidence, integrity, metrics
-from runtime.jobenv import JobDirs
-from runtime.jobfiles import JobFiles
+from runtime.evidence import corroborate, dumps, evidence, metrics
+from runtime.fence import integrity
+from runtime.fence.jobenv import JobDirs
+from runtime.fence.jobfiles import JobFiles
 
 TOL = (1e-3, 1e-3)
 
@@ -152,8 +153,8 @@ def test_contradictions():
     assert only_forged.contradictions == [] and only_forged.launches == 0  # not counted: not_run or suspect
     assert "never arrived" in _checked([result], {"launches": one, "recheck": {}}).contradictions[0]
     assert "2 times" in _checked([result, result, integrity_ok], {"launches": one}).contradictions[0]
-    changed = {"event": "integrity", "ok": False, "changed": ["runtime.metrics.compare"]}
-    assert "runtime.metrics.compare" in _checked([changed], {"launches": one}).contradictions[0]
+    changed = {"event": "integrity", "ok": False, "changed": ["runtime.evidence.metrics.compare"]}
+    assert "runtime.evidence.metrics.compare" in _checked([changed], {"launches": one}).contradictions[0]
     error = _checked([result, integrity_ok], {"launches": one, "recheck": {"error": "golden 0 changed"}}, result)
     assert "golden 0 changed" in error.contradictions[0] and error.output_written is False
     ours = {"metrics": {"shape_match": True}, "graph_metrics": None,
@@ -171,12 +172,12 @@ def test_the_seal_sees_edits_to_the_harness(monkeypatch):
     assert integrity.check() == {"ok": True, "changed": []}
     monkeypatch.setattr(metrics, "compare", lambda *a, **k: {})
     monkeypatch.setattr(pypto.frontend, "jit", lambda *a, **k: None)
-    assert integrity.check()["changed"] == ["pypto.frontend.jit", "runtime.metrics.compare"]
+    assert integrity.check()["changed"] == ["pypto.frontend.jit", "runtime.evidence.metrics.compare"]
     monkeypatch.undo()
     original = dumps.sha256.__code__
     try:
         dumps.sha256.__code__ = (lambda t: hashlib.sha256(b"").hexdigest()).__code__
-        assert integrity.check()["changed"] == ["runtime.dumps.sha256"]
+        assert integrity.check()["changed"] == ["runtime.evidence.dumps.sha256"]
     finally:
         dumps.sha256.__code__ = original
     assert integrity.check()["ok"]

@@ -118,7 +118,8 @@ CHECKOUT_OPS = [(tree, name, spec) for tree, ops in sorted(MANIFEST.get("checkou
                                             for o in CHECKOUT_OPS], ids=[f"{t}:{n}" for t, n, _ in CHECKOUT_OPS])
 def test_checkout_operators(warm_sim, calculator_cache, tmp_path, tree, name, spec):
     """Each operator of a gym-shaped checkout, found and run as `crosscheck run CHECKOUT --op NAME` does."""
-    from runtime.discover import discover, load
+    from runtime.intake.discover import discover
+    from runtime.intake.submission import load_operator as load
 
     (op,) = discover(EXAMPLES / tree, [name])
     assert (op.route, op.cases) == (spec["route"], spec["cases"]), op.problem

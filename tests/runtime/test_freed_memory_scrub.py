@@ -1,4 +1,4 @@
-"""The freed-memory scrub (runtime/child.py) is the harness's work inside the job: it allocates at
+"""The freed-memory scrub (runtime/job/child.py) is the harness's work inside the job: it allocates at
 most its share (1/SCRUB_SHARE) of the job's memory limit, so it is never what hits the limit.
 What it allocates is measured by torch's own profiler, allocation by allocation."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from runtime.child import SCRUB_SHARE, _scrub_freed_memory
+from runtime.job.child import SCRUB_SHARE, _scrub_freed_memory
 
 MIB = 2**20
 

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from runtime import calculator, graph_verify
+from runtime.evidence import calculator, graph_verify
 from runtime.runner import RunOptions, run_submission
 from tests.conftest import EXAMPLES
 

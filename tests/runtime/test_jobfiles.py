@@ -6,7 +6,7 @@ import resource
 
 import pytest
 
-from runtime.jobfiles import JobFiles, Sink, TooLarge, UnsafeFile
+from runtime.fence.jobfiles import JobFiles, Sink, TooLarge, UnsafeFile
 
 JOB_UID = 231_977  # an id no account uses
 

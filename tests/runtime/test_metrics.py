@@ -3,8 +3,8 @@ import math
 
 import torch
 
-from runtime import metrics
-from runtime.tolerance import within_tolerance
+from runtime.evidence import metrics
+from runtime.judge.tolerance import within_tolerance
 
 
 def test_close_within_tolerance():

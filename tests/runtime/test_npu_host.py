@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime import host
+from runtime.devices import host
 from runtime.errors import SubmissionError
 from tests.conftest import EXAMPLES, REPO
 
@@ -59,7 +59,7 @@ def test_the_test_double_is_refused_without_the_tests_consent(monkeypatch: pytes
 def test_a_production_job_process_refuses_the_double_on_import() -> None:
     env = double_env()
     del env[host.TEST_DOUBLE_ENV]
-    code = "from runtime.device import load_torch_npu\nload_torch_npu()"
+    code = "from runtime.devices.device import load_torch_npu\nload_torch_npu()"
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode != 0

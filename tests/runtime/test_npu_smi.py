@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runtime import npu_smi
+from runtime.devices import npu_smi
 
 SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "npu_smi"
 

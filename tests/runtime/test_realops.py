@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime import submission
+from runtime.intake import submission
 from runtime.runner import RunOptions, run_submission
 from tests.conftest import EXAMPLES
 
@@ -28,7 +28,7 @@ def in_fresh_python(code: str) -> subprocess.CompletedProcess[str]:
 
 def test_standin_maps_npu_devices_to_the_cpu_and_copies_on_the_way():
     proc = in_fresh_python("""
-        from runtime import standin
+        from runtime.devices import standin
         assert standin.offer() and not standin.used()
         import torch, torch_npu
         assert standin.used()
@@ -47,7 +47,7 @@ def test_standin_maps_npu_devices_to_the_cpu_and_copies_on_the_way():
 
 def test_standin_fused_op_fails_with_one_line_naming_the_call():
     proc = in_fresh_python("""
-        from runtime import standin
+        from runtime.devices import standin
         standin.offer()
         import torch, torch_npu
         from torch_npu import npu_rms_norm
@@ -61,7 +61,7 @@ def test_standin_fused_op_fails_with_one_line_naming_the_call():
 def test_npu_mode_refuses_the_standin():
     proc = in_fresh_python("""
         import sys
-        from runtime import device, standin
+        from runtime.devices import device, standin
         standin.offer()
         try:
             device.load_torch_npu()
@@ -91,7 +91,7 @@ def test_a_literal_import_module_is_followed_and_a_script_without_run_mode_is_no
     sub = submission.load(SCALE_SHIFT, Path("/nonexistent"))
     assert "src/pypto_gym/ops/pypto_tile/vector/scale_shift/scale_shift_impl.py" in sub.files
     assert "tests/ops/vector/ScaleShift/scale_shift_golden.py" in sub.files
-    from runtime import testmodule
+    from runtime.intake import testmodule
 
     assert testmodule.run_mode_args(SCALE_SHIFT, "sim") == [] and testmodule.run_mode_args(AXPY, "sim")
 
@@ -223,7 +223,7 @@ def test_module_graph_fail_and_an_argument_we_cannot_supply(warm_sim, calculator
 
 
 def test_discovery_pairs_test_and_kernel_folders_and_names_each_route():
-    from runtime.discover import discover
+    from runtime.intake.discover import discover
 
     found = {op.name: op for op in discover(GYM)}
     routes = {name: op.route for name, op in found.items()}
@@ -237,7 +237,8 @@ def test_discovery_pairs_test_and_kernel_folders_and_names_each_route():
 
 
 def test_a_packed_operator_loads_back_as_the_same_job(tmp_path):
-    from runtime.discover import discover, load, pack
+    from runtime.intake.discover import discover, pack
+    from runtime.intake.submission import load_operator as load
 
     for op in discover(GYM):
         bundle = tmp_path / f"{op.name}.zip"
@@ -249,7 +250,7 @@ def test_a_packed_operator_loads_back_as_the_same_job(tmp_path):
 
 
 def test_cli_lists_operators_and_refuses_an_ambiguous_checkout(capsys):
-    from runtime.cli import main
+    from runtime.cli.cli import main
 
     assert main(["run", str(GYM), "--list"]) == 0
     out = capsys.readouterr().out
@@ -259,7 +260,7 @@ def test_cli_lists_operators_and_refuses_an_ambiguous_checkout(capsys):
 
 
 def test_cli_list_says_a_script_is_asked_for_its_cases(capsys, tmp_path):
-    from runtime.cli import main
+    from runtime.cli.cli import main
 
     (tmp_path / "src/pkg/ops/triple").mkdir(parents=True)
     (tmp_path / "src/pkg/ops/triple/triple_impl.py").write_text("import pypto\n")
@@ -276,7 +277,8 @@ INPLACE = GYM / "tests/ops/vector/InplaceAddNorm"
 
 
 def test_three_output_in_place_operator_compares_every_output_by_name(warm_sim, calculator_cache, tmp_path):
-    from runtime.discover import discover, load
+    from runtime.intake.discover import discover
+    from runtime.intake.submission import load_operator as load
 
     op = discover(GYM, ["InplaceAddNorm"])[0]
     report = run_submission(GYM, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path), warm=warm_sim,
@@ -402,7 +404,7 @@ def test_partial_tile_graph_verify_is_unsupported_with_its_rule_and_the_case_sti
 
 
 def test_test_function_arguments_by_name(tmp_path):
-    from runtime import testmodule
+    from runtime.intake import testmodule
 
     (tmp_path / "test_cases.json").write_text('{"test_cases": [{"id": "a"}, {"id": "level1", "seed": 4}]}')
 

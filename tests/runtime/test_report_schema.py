@@ -61,7 +61,7 @@ def test_a_pass_its_own_numbers_contradict_is_refused(metrics, problem):
 
 
 def test_a_case_may_not_accept_garbage_by_its_mismatch_ratio(tmp_path):
-    from runtime.cases import load_case_file
+    from runtime.intake.cases import load_case_file
     from runtime.errors import SubmissionError
 
     path = tmp_path / "test_cases.json"

@@ -1,6 +1,6 @@
-"""The NPU harness is the SIM harness: every line of runtime/child.py that an NPU run executes (on the
+"""The NPU harness is the SIM harness: every line of runtime/job/child.py that an NPU run executes (on the
 torch_npu test double, up to the kernel launch it cannot make) is executed by SIM runs too. Only the
-device layer (runtime/device.py's Npu and load_torch_npu) is NPU-only. Shown with coverage.
+device layer (runtime/devices/device.py's Npu and load_torch_npu) is NPU-only. Shown with coverage.
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def executed(tmp: Path, mode: str, kind: str) -> dict[str, set[int]]:
 
 
 def device_layer_lines() -> set[int]:
-    """Lines of runtime/device.py that only an NPU run can execute: the Npu class and load_torch_npu."""
+    """Lines of runtime/devices/device.py that only an NPU run can execute: the Npu class and load_torch_npu."""
     tree = ast.parse((REPO / "runtime" / "device.py").read_text())
     lines: set[int] = set()
     for node in tree.body:
@@ -55,13 +55,13 @@ def test_npu_runs_execute_no_harness_line_that_sim_runs_do_not(tmp_path: Path) -
             sim.setdefault(f, set()).update(lines)
     npu_package = executed(tmp_path, "npu", "package")
     npu_script = executed(tmp_path, "npu", "script")
-    assert len(npu_package["runtime/child.py"]) > 60  # the NPU run went through the harness to the launch
+    assert len(npu_package["runtime/job/child.py"]) > 60  # the NPU run went through the harness to the launch
     npu_only = {f: (npu_package.get(f, set()) | npu_script.get(f, set())) - sim.get(f, set())
-                for f in ("runtime/child.py", "runtime/device.py")}
-    assert npu_only["runtime/device.py"] and npu_only["runtime/device.py"] <= device_layer_lines()
+                for f in ("runtime/job/child.py", "runtime/devices/device.py")}
+    assert npu_only["runtime/devices/device.py"] and npu_only["runtime/devices/device.py"] <= device_layer_lines()
     # In the harness itself, the NPU's only lines of its own say that graph verify is SIM's.
     child_lines = (REPO / "runtime" / "child.py").read_text().splitlines()
-    assert {n: child_lines[n - 1].strip() for n in sorted(npu_only["runtime/child.py"])} == \
+    assert {n: child_lines[n - 1].strip() for n in sorted(npu_only["runtime/job/child.py"])} == \
         {n: child_lines[n - 1].strip() for n in graph_verify_refusal()}
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from runtime.errors import SubmissionError
-from runtime.submission import load
+from runtime.intake.submission import load
 
 IMPL = "import torch\n\ndef op_wrapper(x):\n    return x\n"
 GOLDEN = "import torch\n\ndef op_golden(x):\n    return x\n"
@@ -121,7 +121,7 @@ def test_tar_rejects_links_and_oversize(tmp_path, monkeypatch):
         info.linkname = "/etc/shadow"
         tf.addfile(info)
     rejects(tmp_path, path, "is a link")
-    from runtime import archive
+    from runtime.intake import archive
 
     monkeypatch.setattr(archive, "MAX_UNPACKED_BYTES", 100)
     big = tmp_path / "big.tar.gz"
@@ -150,7 +150,7 @@ def test_script_submission(tmp_path):
 
 
 def test_the_zip_writer_is_deterministic_and_compresses():
-    from runtime import archive
+    from runtime.intake import archive
 
     files = [("op/b.py", b"x = 1\n" * 2000), ("op/a.py", b"y = 2\n")]
     data = archive.write_zip(files)
@@ -163,7 +163,7 @@ def test_the_zip_writer_is_deterministic_and_compresses():
 
 
 def test_reading_in_memory_follows_the_same_rules(tmp_path):
-    from runtime import archive
+    from runtime.intake import archive
 
     evil = _zip(tmp_path / "evil.zip", {"op/a.py": b"x", "../b.py": b"y"}).read_bytes()
     with pytest.raises(archive.UnsafeArchive, match="escapes the folder"):
@@ -174,7 +174,7 @@ def test_reading_in_memory_follows_the_same_rules(tmp_path):
 
 def test_named_shapes_take_their_own_dtype_over_the_shared_one(tmp_path):
     """gym case files: `<name>_shape` inputs share `dtype` unless `<name>_dtype` says otherwise."""
-    from runtime.cases import load_case_file
+    from runtime.intake.cases import load_case_file
 
     path = tmp_path / "test_cases.json"
     path.write_text(json.dumps({"op_name": "add_norm", "test_cases": [{"id": "c1", "seed": 1, "input": {

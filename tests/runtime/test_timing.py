@@ -1,10 +1,10 @@
-"""The timing loop and its summary (runtime/timing.py): warmup, repeats, synchronize, median and spread."""
+"""The timing loop and its summary (runtime/job/timing.py): warmup, repeats, synchronize, median and spread."""
 from __future__ import annotations
 
 import pytest
 
-from runtime import timing
-from runtime.cases import load_case_file
+from runtime.job import timing
+from runtime.intake.cases import load_case_file
 from runtime.errors import SubmissionError
 
 

@@ -3,7 +3,7 @@ at the stage that failed."""
 from __future__ import annotations
 
 from runtime.report import Diagnosis
-from runtime.verdict_diagnoses import failed_stage, lead
+from runtime.judge.verdict_diagnoses import failed_stage, lead
 
 MISMATCH = Diagnosis(rule="graph-verify-mismatch", cause="maths wrong", fix="check maths", sim_only=False)
 TILES = Diagnosis(rule="vec-tile-shape-not-set", cause="tiles", fix="set them", sim_only=False)

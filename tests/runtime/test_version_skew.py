@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from runtime import pypto_api, verdicts
+from runtime.devices import pypto_api
+from runtime import verdicts
 from runtime.lint import lint_files
 from runtime.report import ErrorInfo, LintFinding
 from runtime.runner import RunOptions, run_submission
-from runtime.skew import detect
+from runtime.judge.skew import detect
 
 pytestmark = [pytest.mark.skipif(importlib.util.find_spec("pypto") is None, reason="pypto is not installed"),
               pytest.mark.slow]  # introspects and compiles with the installed pypto

@@ -1,7 +1,7 @@
 """A worker started with a private umask (077, common on hardened hosts) loses no evidence.
 
 The harness creates the job's stdout/stderr as root and reads them back as the job's uid
-(runtime.jobfiles), so their modes must not come from the caller's umask.
+(runtime.fence.jobfiles), so their modes must not come from the caller's umask.
 """
 from __future__ import annotations
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from runtime import submission as runtime_submission
-from runtime.host import environment
+from runtime.intake import submission as runtime_submission
+from runtime.devices.host import environment
 from tests.server.conftest import FIXTURES, package_files
 
 WORKER = "ci-worker@test"

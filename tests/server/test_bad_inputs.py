@@ -174,7 +174,7 @@ def _non_utf8_member(path: Path) -> Path:
 
 
 def _too_many_members(path: Path) -> Path:
-    from runtime.archive import MAX_MEMBERS
+    from runtime.intake.archive import MAX_MEMBERS
 
     header = tarfile.TarInfo("e").tobuf(tarfile.GNU_FORMAT)
     path.write_bytes(gzip.compress(header * (MAX_MEMBERS + 500) + b"\0" * 1024, compresslevel=1))

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from runtime import cli_help
+from runtime.cli import cli_help
 from server.cli import COMMANDS, build_parser, main
 
 PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*(=[A-Z][A-Z0-9_]*)?$")

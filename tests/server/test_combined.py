@@ -41,7 +41,7 @@ EXPECTED: dict[str | None, tuple[str, ...]] = {
     # Written for another pypto (docs/versions.md §1): not a defect, unless the NPU measured one; an NPU
     # within tolerance (a host with the kernel's pypto) is the word on precision.
     "version_skew":             (VS,   PASS, KD,        VS,     VS,    VS,      VS,    VS,       SFP,      VS),
-    # SIM cannot simulate an op the kernel uses (runtime.simgap): SIM knows nothing, the NPU decides;
+    # SIM cannot simulate an op the kernel uses (runtime.judge.simgap): SIM knows nothing, the NPU decides;
     # with no NPU result it waits, never a structural error.
     "sim_unsupported":          (AW,   SGN,  KD,        SE,     SE,    SE,      RL,    SE,       SFP,      VS),
 }

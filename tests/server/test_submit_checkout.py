@@ -5,7 +5,7 @@ import zipfile
 
 import pytest
 
-from runtime import submission
+from runtime.intake import submission
 from server.commands.submit import Unusable, bundle
 from tests.conftest import EXAMPLES
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from runtime.timing import summarize
+from runtime.job.timing import summarize
 from server.blobs import BlobStore
 from server.config import Settings
 from server.models import Job
@@ -24,7 +24,7 @@ from server.services import results, submissions, tokens, workers
 
 DATA = Path(__file__).parent / "data"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-# A known-benign pypto log line, as runtime.diagnose reports it: a footnote, never a card.
+# A known-benign pypto log line, as runtime.judge.diagnose reports it: a footnote, never a card.
 NOISE_DIAGNOSIS = {"rule": "noise-graph-verify-index", "cause": "benign", "fix": "nothing", "sim_only": False,
                    "stage": "compare", "evidence": "verify index out of range (benign)", "origin": "plog",
                    "file": "", "line": 0}

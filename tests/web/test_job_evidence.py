@@ -11,7 +11,7 @@ from tests.web import seed as seeding
 from tests.web.conftest import make_app, make_settings
 from tests.web.html import parse
 
-CONTRADICTION = "the job changed the harness's code in its process: runtime.metrics.compare <script>"
+CONTRADICTION = "the job changed the harness's code in its process: runtime.evidence.metrics.compare <script>"
 
 
 def test_harness_checks_panel(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from runtime import calculator
+from runtime.evidence import calculator
 from tests.worker.conftest import Api
 from worker import jobs
 from worker.client import ApiClient, ApiUnavailable

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from jobqueue import worker_queues
-from runtime.pypto_api import installed_version
+from runtime.devices.pypto_api import installed_version
 from server.commands import datadir, submit
 from server.commands.worker import celery_command
 from worker.config import WorkerSettings

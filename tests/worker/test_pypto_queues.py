@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from jobqueue import parse_queue, queue_name, worker_queues
-from runtime.host import environment
-from runtime.pypto_api import REFERENCE_PYPTO
+from runtime.devices.host import environment
+from runtime.devices.pypto_api import REFERENCE_PYPTO
 from server.commands.worker import celery_command
 from worker import capabilities
 

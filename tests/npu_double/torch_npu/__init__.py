@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-CROSSCHECK_TEST_DOUBLE = True  # production refuses a torch_npu with this attribute (runtime/device.py)
+CROSSCHECK_TEST_DOUBLE = True  # production refuses a torch_npu with this attribute (runtime/devices/device.py)
 __version__ = "0.0.0+crosscheck.test.double"
 DEVICE_COUNT = int(os.environ.get("NPU_DOUBLE_DEVICE_COUNT", "8"))
 HANG_S = 10**6

@@ -1,0 +1,190 @@
+"""`crosscheck run` (and `python -m runtime`): verify one submission on this host.
+
+Exit codes (runtime/exit_codes.py): 0 acceptable, 1 kernel defect, 2 unusable input,
+3 infrastructure or no capable host (e.g. --mode npu without an NPU).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from runtime.cli import cli_help
+from runtime import exit_codes
+from runtime.evidence.calculator import default_cache_dir
+from runtime.errors import HostError, SubmissionError
+from runtime.modes import MODES
+from runtime.devices.pypto_api import version_argument
+
+EXIT_CODES_HELP = ("exit codes: 0 acceptable, 1 kernel defect, 2 unusable input, "
+                   "3 infrastructure or no capable host/worker")
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a positive, finite number")
+    return value
+
+
+def _processes(text: str) -> int:
+    if not text.isdigit() or not 8 <= int(text) <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a process count from 8 to 1000000")
+    return int(text)
+
+
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = EXIT_CODES_HELP
+    p.add_argument("path", type=Path,
+                   help="operator package (folder, .zip, .tar.gz), a .py test file, or a checkout (with --op/--list)")
+    p.add_argument("--op", action="append", default=[], metavar="NAME",
+                   help="in a checkout: run this operator (repeatable; names match ignoring case and '_')")
+    p.add_argument("--list", action="store_true", help="in a checkout: list the operators found and their route")
+    p.add_argument("--mode", choices=list(MODES), default="sim", help="where the kernel runs")
+    p.add_argument("--case", action="append", default=[], metavar="ID", help="run only this case (repeatable)")
+    p.add_argument("--case-timeout", type=_positive, default=300.0, metavar="S", help="wall-clock limit per case")
+    p.add_argument("--memory", type=_positive, default=8.0, metavar="GIB",
+                   help="real memory per case, its process tree as a whole (a cgroup where possible)")
+    p.add_argument("--processes", type=_processes, default=512, metavar="N", help="processes and threads per case")
+    p.add_argument("--disk", type=_positive, default=4.0, metavar="GIB", help="disk per case, its whole job dir")
+    p.add_argument("--json", type=Path, metavar="FILE", help="write the JSON report here ('-' for stdout)")
+    p.add_argument("--work-dir", type=Path, metavar="DIR",
+                   help="where job dirs go, kept (default: a temp dir, removed at exit)")
+    p.add_argument("--keep", action="store_true", help="keep the temp work dir (job dirs, logs, evidence)")
+    p.add_argument("--device", type=int, default=None, metavar="ID",
+                   help="NPU card (NPU mode; default: TASK_DEVICE, else TILE_FWK_DEVICE_ID, else 0)")
+    p.add_argument("--no-graph-verify", action="store_true", help="skip the CPU graph-verify oracle in SIM")
+    p.add_argument("--verify-passes", action="store_true", help="also check every lowered pass (slow)")
+    p.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
+                   help="graph-verify calculator cache (default: $CROSSCHECK_CACHE_DIR, else ~/.cache/pto-crosscheck)")
+    p.add_argument("--pypto", type=version_argument, default=None, metavar="VERSION",
+                   help="the pypto version the kernel was written for; refused unless this host has it")
+    p.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 4), metavar="N",
+                   help="cases run at once, each in its own sandboxed fork (default: CPUs, at most 4)")
+
+
+def add_calculator_arguments(p: argparse.ArgumentParser) -> None:
+    """`calculator build` and `calculator status`, each a real subcommand."""
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, text in (("build", "build the graph-verify calculator into the cache"),
+                       ("status", "say whether the cached calculator is ready (exit 0) or not (exit 3)")):
+        a = actions.add_parser(name, help=text, description=text)
+        a.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
+                       help="calculator cache (default: $CROSSCHECK_CACHE_DIR, else ~/.cache/pto-crosscheck)")
+
+
+def calculator_command(args: argparse.Namespace) -> int:
+    from runtime.evidence import calculator
+
+    cache = args.cache_dir or default_cache_dir()
+    if args.action == "status":
+        ready, note = calculator.status(cache)
+        print(("ready: " if ready else "not ready: ") + note)
+        return exit_codes.OK if ready else exit_codes.INFRA
+    try:
+        calculator.build(cache)
+    except Exception as exc:  # noqa: BLE001 - a failed build is reported, not a traceback
+        print(f"error: the calculator build failed: {exc}", file=sys.stderr)
+        return exit_codes.INFRA
+    return exit_codes.OK
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def run_command(args: argparse.Namespace, loaded: Any = None, reports: list[Any] | None = None) -> int:
+    """Run one submission: `args.path`, or `loaded` (an operator of a checkout, runtime.cli.cli_checkout).
+
+    With `reports`, the report is appended there instead of written to --json.
+    """
+    if loaded is None and (getattr(args, "list", False) or getattr(args, "op", None)):
+        from runtime.cli.cli_checkout import checkout_command
+
+        return checkout_command(args, run_command)
+    from rich.console import Console
+
+    from runtime.runner import RunOptions
+
+    err = Console(stderr=True)
+    options = RunOptions(mode=args.mode, cases=args.case, timeout_s=args.case_timeout,
+                         memory_bytes=int(args.memory * 2**30), nproc=args.processes,
+                         disk_bytes=int(args.disk * 2**30), work_dir=args.work_dir, device_id=args.device,
+                         graph_verify=not args.no_graph_verify, verify_passes=args.verify_passes,
+                         cache_dir=args.cache_dir or default_cache_dir(), parallel=max(1, args.jobs),
+                         pypto=args.pypto, keep_work=getattr(args, "keep", False))
+    # SIGTERM as an exception, so the work dir and the warm parent are cleaned up on that way out too;
+    # the caller's own handler is back once the run is over.
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        return _run_and_print(args, options, loaded, reports, err)
+    finally:
+        if previous is not None:  # None: a handler not set from Python, nothing to restore
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run_and_print(args: argparse.Namespace, options: Any, loaded: Any, reports: list[Any] | None,
+                   err: Any) -> int:
+    from rich.console import Console
+
+    from runtime.cli.console import print_report
+    from runtime.runner import run_submission
+    from runtime.warm import WarmParentError
+
+    try:
+        def progress(case, done, total):  # type: ignore[no-untyped-def]
+            err.print(f"[{done}/{total}] {case.case}: {case.verdict} ({case.duration_s:.2f} s)")
+
+        report = run_submission(args.path, options, on_case=progress, loaded=loaded)
+    except SubmissionError as exc:
+        err.print(f"[bold red]error:[/] {exc}", soft_wrap=True)  # one line, whatever the width
+        return exit_codes.UNUSABLE
+    except HostError as exc:
+        err.print(f"[bold red]error:[/] {exc}", soft_wrap=True)  # "no NPU on this host: ...": exit 3
+        return exit_codes.INFRA
+    except WarmParentError as exc:
+        err.print(f"[bold red]error:[/] infrastructure: {exc}")
+        return exit_codes.INFRA
+    to_stdout = args.json is not None and str(args.json) == "-"
+    print_report(report, err if to_stdout else Console())
+    if reports is not None:
+        reports.append(report)
+    elif args.json is not None:
+        text = report.to_json()
+        if to_stdout:
+            sys.stdout.write(text + "\n")
+        else:
+            args.json.write_text(text)
+    code = exit_codes.of_cases(report.cases, report.mode)
+    err.print(("[bold green]" if code == exit_codes.OK else "[bold red]") + "result:[/] "
+              + exit_codes.summary(report.cases, report.mode) + f" (exit {code})", soft_wrap=True)
+    return code
+
+
+def add_version(parser: argparse.ArgumentParser) -> None:
+    from runtime.version import runtime_version
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {runtime_version()}",
+                        help="print the version (release+digest of the runtime's source) and exit")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m runtime", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_version(parser)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_run_arguments(sub.add_parser("run", help="verify one submission on this host"))
+    add_calculator_arguments(sub.add_parser("calculator", help="build or check the graph-verify calculator"))
+    cli_help.apply(parser)
+    args = parser.parse_args(argv)
+    return calculator_command(args) if args.command == "calculator" else run_command(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

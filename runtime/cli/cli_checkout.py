@@ -1,0 +1,61 @@
+"""`crosscheck run CHECKOUT --list` and `--op NAME`: the operators of a checkout (docs/realops.md §5)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from runtime.intake import discover, submission
+from runtime import exit_codes
+from runtime.errors import SubmissionError
+
+
+def checkout_command(args: argparse.Namespace, run: Callable[..., int]) -> int:
+    """`run` runs one loaded operator (runtime.cli.cli.run_command, passed in so this module does not import it)."""
+    try:
+        found = discover.discover(args.path, args.op or None)
+    except SubmissionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exit_codes.UNUSABLE
+    if args.list:
+        return _print_list(found)
+    return _run_each(args, found, run)
+
+
+def _print_list(found: list[discover.FoundOperator]) -> int:
+    """Each operator, its route, how many cases and where (docs/realops.md §1)."""
+    print(f"{'operator':<24} {'route':<8} {'cases':>5}  folder")
+    asked = False
+    for op in found:
+        where = op.entry or op.folder
+        count = str(len(op.cases)) if op.cases or op.route != "script" else "?"
+        asked = asked or count == "?"
+        print(f"{op.name:<24} {op.route:<8} {count:>5}  {where}" + (f"  ({op.problem})" if op.problem else ""))
+    print(f"{len(found)} operator(s), {sum(op.route != 'none' for op in found)} runnable")
+    if asked:
+        print("?: the run asks the script itself (`--list`), else runs it whole")
+    return exit_codes.OK if found else exit_codes.UNUSABLE
+
+
+def _run_each(args: argparse.Namespace, found: list[discover.FoundOperator], run_command: Callable[..., int]) -> int:
+    """Each chosen operator in turn, one report each; the worst exit code."""
+    codes: list[int] = []
+    reports: list[Any] = []
+    for op in found:
+        try:
+            loaded = submission.load_operator(args.path, op)
+        except SubmissionError as exc:
+            print(f"error: {op.name}: {exc}", file=sys.stderr)
+            codes.append(exit_codes.UNUSABLE)
+            continue
+        codes.append(run_command(args, loaded=loaded, reports=reports))
+    if args.json is not None:
+        data = [json.loads(r.to_json()) for r in reports]
+        text = json.dumps(data[0] if len(data) == 1 else {"reports": data}, indent=1)
+        if str(args.json) == "-":
+            sys.stdout.write(text + "\n")
+        else:
+            args.json.write_text(text)
+    return max(codes, default=exit_codes.UNUSABLE)

@@ -1,0 +1,232 @@
+"""Human-readable output of a report (rich), laid out for the terminal's width.
+
+CI logs are often 80 columns wide: when the case table does not fit, each case becomes a short block
+of lines instead of a table row, so verdict names and numbers never break mid-word.
+"""
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.cells import cell_len
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from runtime.judge import simgap
+from runtime import verdicts
+from runtime.report import CaseResult, Diagnosis, Report
+
+NOISE_PREFIX = "noise-"
+VERDICT_STYLE = {
+    "pass": "bold green", "sim_output_unwritten": "cyan", "precision_fail": "bold red",
+    "structural_error": "bold red", "crash": "bold red", "timeout": "bold red", "resource_limit": "bold red", "not_run": "yellow",
+    "suspect_fake_pass": "bold magenta", "sim_garbage_graph_ok": "green", "graph_fail": "bold red",
+    "version_skew": "bold yellow",
+}
+
+
+def fmt(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value == 0:
+        return "0"
+    return f"{value:.3g}"
+
+
+def _diff_text(case: CaseResult, mode: str) -> str:
+    m = case.metrics
+    if not m:
+        return "-"
+    text = fmt(m.get("max_abs_diff"))
+    extra = []
+    if m.get("nan_count"):
+        extra.append(f"{m['nan_count']} NaN")
+    if m.get("inf_count"):
+        extra.append(f"{m['inf_count']} inf")
+    if mode == "sim" and case.output_written is False and case.verdict != verdicts.SUSPECT_FAKE_PASS:
+        extra.append("SIM garbage: output unwritten")
+    return text + (f" ({', '.join(extra)})" if extra else "")
+
+
+def _graph_text(case: CaseResult) -> str:
+    gv = case.graph_verify or {}
+    status = gv.get("status")
+    if not status:
+        return "-"
+    gm = gv.get("metrics") or {}
+    return f"{status} {fmt(gm.get('max_abs_diff'))}" if gm else str(status)
+
+
+def _written_text(case: CaseResult) -> str:
+    return "-" if case.output_written is None else ("yes" if case.output_written else "no")
+
+
+def _aicore_text(case: CaseResult) -> str:
+    return fmt(case.cost_model.aicore_time_us) if case.cost_model else "-"
+
+
+def _verdict(case: CaseResult) -> Text:
+    return Text(case.verdict, style=VERDICT_STYLE.get(case.verdict, ""), no_wrap=True)
+
+
+_COLUMNS = ("case", "verdict", "structure", "stage", "launches", "written", "max |diff|", "graph", "AICore µs",
+            "time s")
+
+
+def _rows(report: Report) -> list[list[str]]:
+    return [[case.case, case.verdict, _structure_text(case), case.stage, str(case.kernel_launches), _written_text(case),
+             _diff_text(case, report.mode), _graph_text(case), _aicore_text(case), f"{case.duration_s:.2f}"]
+            for case in report.cases]
+
+
+# How the runner found the cases (report.Submission.cases_from), in words for the header.
+CASES_FROM_TEXT = {"test_cases.json": "cases from test_cases.json", "test functions": "cases: its test_* functions",
+                   "--case": "cases given with --case", "--list": "cases from its --list",
+                   "test_cases.json beside": "cases from the test_cases.json beside it",
+                   "the script whole": "run whole: it lists no cases"}
+
+
+def _structure_text(case: CaseResult) -> str:
+    """The job's structural status, unless the verdict says it shows nothing about the kernel: a fake
+    pass never ran it, and a SIM that cannot simulate it stopped for its own reasons."""
+    if case.structural == "ok" and case.verdict == verdicts.SUSPECT_FAKE_PASS:
+        return "unproven"
+    if case.verdict == verdicts.SIM_UNSUPPORTED:
+        return "unknown"
+    return case.structural
+
+
+def _table_width(rows: list[list[str]]) -> int:
+    """Columns at their natural width, plus rich's padding and borders."""
+    widths = [max([cell_len(h), *(cell_len(r[i]) for r in rows)]) for i, h in enumerate(_COLUMNS)]
+    return sum(widths) + 3 * len(widths) + 1
+
+
+def _wide_table(report: Report, rows: list[list[str]]) -> Table:
+    table = Table(show_lines=False)
+    for col in _COLUMNS:
+        table.add_column(col, no_wrap=True)
+    for case, row in zip(report.cases, rows):
+        table.add_row(escape(row[0]), _verdict(case), *(escape(cell) for cell in row[2:]))
+    return table
+
+
+def _print_stacked(report: Report, console: Console) -> None:
+    """One block per case: the verdict on the first line, then the deciding evidence first."""
+    for case in report.cases:
+        head = Text.assemble((case.case, "bold"), "  ", _verdict(case), f"  {case.duration_s:.2f} s")
+        console.print(head, overflow="fold")
+        graph = _graph_text(case)
+        evidence = [f"graph {graph}"] if graph != "-" else []
+        evidence += [f"max |diff| {_diff_text(case, report.mode)}", f"AICore µs {_aicore_text(case)}"]
+        _print_indented(console, " · ".join(evidence), 2)
+        _print_indented(console, f"structure {_structure_text(case)} · stage {case.stage or '-'} · "
+                                 f"{case.kernel_launches} launch(es) · written {_written_text(case)}", 2)
+        if len(case.outputs) > 1:
+            _print_indented(console, "outputs: " + " · ".join(_output_text(o) for o in case.outputs), 2)
+
+
+def _output_text(output: dict[str, Any]) -> str:
+    """One output of several, by name: the graph's max |diff| when graph verify ran, else the raw one."""
+    m = output.get("graph_metrics") or output.get("metrics") or {}
+    label = "graph " if output.get("graph_metrics") else ""
+    return f"{output.get('name', '?')} {label}max |diff| {fmt(m.get('max_abs_diff'))}"
+
+
+@dataclass
+class _Grouped:
+    diagnosis: Diagnosis
+    cases: list[str] = field(default_factory=list)
+
+
+def _group_diagnoses(report: Report) -> tuple[list[_Grouped], int]:
+    """Each diagnosis once, with the cases it applies to; and how many benign log lines were hidden."""
+    grouped: dict[str, _Grouped] = {}
+    noise = 0
+    for case in report.cases:
+        for d in case.diagnosis[:3]:
+            if d.rule.startswith(NOISE_PREFIX):
+                noise += 1
+                continue
+            entry = grouped.setdefault(d.rule, _Grouped(d))
+            if case.case not in entry.cases:
+                entry.cases.append(case.case)
+    return list(grouped.values()), noise
+
+
+def _cases_text(cases: list[str], total: int) -> str:
+    if len(cases) == total and total > 1:
+        return "all cases"
+    shown = ", ".join(cases[:4]) + (f" and {len(cases) - 4} more" if len(cases) > 4 else "")
+    return shown
+
+
+def print_report(report: Report, console: Console | None = None) -> None:
+    console = console or Console()
+    sub = report.submission
+    found = CASES_FROM_TEXT.get(sub.cases_from, "")
+    _print_indented(console, f"{sub.name} ({sub.kind}{', ' + found if found else ''}, sha256 {sub.sha256[:12]}) "
+                             f"mode={report.mode} "
+                             f"pypto {report.environment.pypto}, torch {report.environment.torch}"
+                             + (", torch_npu: CPU stand-in" if report.environment.torch_npu else ""), 0)
+    rows = _rows(report)
+    if _table_width(rows) <= console.width:
+        console.print(_wide_table(report, rows))
+    else:
+        _print_stacked(report, console)
+    for case in report.cases:
+        if case.error:
+            where = f" ({case.error.file}:{case.error.line})" if case.error.file else ""
+            first = simgap.headline(case.error.message)[:200]
+            console.print(f"[red]{escape(case.case)}[/]: {escape(case.error.type)}: {escape(first)}{escape(where)}")
+    for case in report.cases:  # why the harness does not believe a result (docs/SECURITY.md), or skew
+        own_check = bool((case.graph_verify or {}).get("own_check"))
+        if (case.verdict in (verdicts.SUSPECT_FAKE_PASS, verdicts.VERSION_SKEW) or case.sim_gap or own_check) \
+                and case.verdict_reason:
+            _print_indented(console, f"{case.case}: {case.verdict_reason}", 0)
+    grouped, noise = _group_diagnoses(report)
+    if grouped:
+        console.print("[bold]diagnosis[/]")
+    for entry in grouped:
+        d = entry.diagnosis
+        head = f"{d.rule}{' (SIM only)' if d.sim_only else ''} ({_cases_text(entry.cases, len(report.cases))})"
+        _print_indented(console, f"{head}: {d.cause}", 2)
+        _print_indented(console, f"fix: {d.fix}", 4)
+        if d.pypto_note:
+            _print_indented(console, f"note: {d.pypto_note}", 4)
+    if noise:
+        console.print(f"[dim]{noise} benign pypto log line(s) hidden[/]")
+    if report.lint:
+        console.print("[bold]lint[/]")
+        for f in report.lint:
+            _print_indented(console, f"{f.severity:7} {f.file}:{f.line} [{f.rule}] {f.message}", 2)
+    console.print(summary_line(report), highlight=False)
+
+
+def _print_indented(console: Console, text: str, indent: int) -> None:
+    """Wrap at the console's width with a hanging indent, no trailing spaces; only a word longer than
+    a whole line (a long path) is split."""
+    pad = " " * indent
+    wrapped = textwrap.fill(text, width=max(console.width, indent + 20), initial_indent=pad,
+                            subsequent_indent=pad, break_long_words=True, break_on_hyphens=False)
+    console.print(escape(wrapped), highlight=False, soft_wrap=True)
+
+
+def summary_line(report: Report) -> str:
+    """What happened, in words: how many cases are acceptable for the mode, and what the others are."""
+    total = len(report.cases)
+    ok = [c for c in report.cases if verdicts.acceptable(c.verdict, report.mode)]
+    counts: dict[str, int] = {}
+    for case in report.cases:
+        if not verdicts.acceptable(case.verdict, report.mode):
+            counts[case.verdict] = counts.get(case.verdict, 0) + 1
+    others = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+    text = f"{len(ok)} of {total} case(s) acceptable for {report.mode.upper()}"
+    if others:
+        text += f"; {others}"
+    if report.cancelled:
+        text += "; stopped before every case ran"
+    return text + f" ({report.duration_s:.1f} s)"

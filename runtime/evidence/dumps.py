@@ -1,0 +1,252 @@
+"""Output and golden bytes as files, so that the harness compares them itself (docs/SECURITY.md).
+
+The job process writes, at its compare stage, the raw bytes of every golden, every returned
+output, the launch argument's bytes from before the launch and (when the output is only a view
+of it) the argument's bytes now, plus a manifest with dtype, shape and the hashes the
+instrumentation took right after each launch. The job leader, a process the kernel cannot
+touch, reads them back through runtime.fence.jobfiles and recompares with its own copy of
+runtime.evidence.metrics, in chunks, so a kernel that edits our metrics, events or provenance in its own
+process does not decide its verdict. No pickle anywhere: raw bytes and JSON.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runtime.fence.jobfiles import JobFiles
+
+MANIFEST = "manifest.json"
+MAX_MANIFEST_BYTES = 1024 * 1024
+CHUNK_ELEMENTS = 4 * 1024 * 1024
+MAX_OUTPUTS = 64
+DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
+          "complex64", "complex128")
+# The metrics a verdict rests on; the job's and the harness's must agree on each.
+DECIDING_KEYS = ("shape_match", "mismatch_count", "nan_count", "inf_count", "bit_identical", "max_abs_diff")
+
+
+# -- in the job process ------------------------------------------------------------------------
+@dataclass
+class OutputDump:
+    golden: Any  # torch.Tensor
+    output: Any  # torch.Tensor, as the wrapper returned it
+    before: Any = None  # the launch argument before its first launch (None: not a launch argument)
+    arg_now: Any = None  # the launch argument now, when the output is not the whole argument
+    first_post_sha256: str | None = None  # the argument right after its first launch
+    last_post_sha256: str | None = None  # ... and after its last launch
+
+
+def tensor_bytes(t: Any) -> memoryview:
+    """The tensor's bytes in C order (a CPU copy when needed)."""
+    import torch
+
+    flat = t.detach().to("cpu").contiguous().reshape(-1)
+    return memoryview(flat.view(torch.uint8).numpy()) if flat.numel() else memoryview(b"")
+
+
+def sha256(t: Any) -> str:
+    return hashlib.sha256(tensor_bytes(t)).hexdigest()
+
+
+def _meta(t: Any, name: str) -> dict[str, Any]:
+    return {"file": name, "dtype": str(t.dtype).replace("torch.", ""), "shape": [int(d) for d in t.shape],
+            "nbytes": int(t.numel() * t.element_size())}
+
+
+def write(folder: Path, outputs: list[OutputDump]) -> None:
+    """Dump each output's tensors into `folder` (the job's results dir), the manifest last."""
+    folder.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for i, dump in enumerate(outputs[:MAX_OUTPUTS]):
+        entry: dict[str, Any] = {"first_post_sha256": dump.first_post_sha256,
+                                 "last_post_sha256": dump.last_post_sha256}
+        for key in ("golden", "output", "before", "arg_now"):
+            t = getattr(dump, key)
+            if t is None:
+                entry[key] = None
+                continue
+            name = f"{key}-{i}.bin"
+            with open(folder / name, "wb") as f:
+                f.write(tensor_bytes(t))
+            entry[key] = _meta(t, name)
+        entries.append(entry)
+    (folder / MANIFEST).write_text(json.dumps({"outputs": entries}))
+
+
+# -- in the job leader -------------------------------------------------------------------------
+class DumpError(ValueError):
+    """The dumps are missing or malformed: the job's result cannot be checked."""
+
+
+def _check_meta(meta: Any, files: JobFiles) -> dict[str, Any]:
+    if not isinstance(meta, dict) or meta.get("dtype") not in DTYPES:
+        raise DumpError(f"bad tensor description {str(meta)[:200]}")
+    shape = meta.get("shape")
+    if not isinstance(shape, list) or len(shape) > 64 or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise DumpError(f"bad shape {str(shape)[:200]}")
+    import torch
+
+    itemsize = torch.empty(0, dtype=getattr(torch, meta["dtype"])).element_size()
+    if meta.get("nbytes") != math.prod(shape) * itemsize:
+        raise DumpError(f"{meta.get('file')}: {meta.get('nbytes')} bytes do not match shape {shape}")
+    name = meta.get("file")
+    if not isinstance(name, str) or "/" in name or files.size(name) != meta["nbytes"]:
+        raise DumpError(f"{name}: missing, refused or not {meta['nbytes']} bytes")
+    return meta
+
+
+def _chunks(files: JobFiles, meta: dict[str, Any], digest: Any = None) -> Iterator[Any]:
+    """Flat tensors of at most CHUNK_ELEMENTS elements, read in order with caps; hashes as it goes."""
+    import torch
+
+    dtype = getattr(torch, meta["dtype"])
+    itemsize = torch.empty(0, dtype=dtype).element_size()
+    step = CHUNK_ELEMENTS * itemsize
+    with files.open(meta["file"]) as fd:
+        offset = 0
+        while offset < meta["nbytes"]:
+            data = os.pread(fd, min(step, meta["nbytes"] - offset), offset)
+            if not data or len(data) % itemsize:
+                raise DumpError(f"{meta['file']}: changed while being read")
+            if digest is not None:
+                digest.update(data)
+            offset += len(data)
+            yield torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dtype)
+
+
+def _file_sha256(files: JobFiles, meta: dict[str, Any]) -> str:
+    digest = hashlib.sha256()
+    for _ in _chunks(files, meta, digest):
+        pass
+    return digest.hexdigest()
+
+
+def compare_files(files: JobFiles, out: dict[str, Any], gold: dict[str, Any], rtol: float, atol: float,
+                  digest: Any = None, gold_digest: Any = None) -> dict[str, Any]:
+    """runtime.evidence.metrics.compare of two dumped tensors, chunk by chunk (same keys, same deciding values)."""
+    from runtime.evidence import metrics
+
+    base = {"rtol": rtol, "atol": atol, "output_shape": out["shape"], "golden_shape": gold["shape"],
+            "output_dtype": out["dtype"], "golden_dtype": gold["dtype"]}
+    base["shape_match"] = out["shape"] == gold["shape"]
+    base["dtype_match"] = out["dtype"] == gold["dtype"]
+    if not base["shape_match"]:
+        return {**base, **_unmatched(files, out, gold, digest, gold_digest)}
+    parts = [metrics.compare(o, g, rtol, atol)
+             for o, g in zip(_chunks(files, out, digest), _chunks(files, gold, gold_digest))]
+    numel = sum(p["numel"] for p in parts)
+    mism = sum(p["mismatch_count"] for p in parts)
+
+    def worst(key: str) -> float | None:
+        values = [p[key] for p in parts if p.get(key) is not None]
+        return max(values) if values else None
+
+    weighted = [(p["mean_abs_diff"], p["finite_pairs"]) for p in parts if p.get("mean_abs_diff") is not None]
+    total = sum(n for _, n in weighted)
+    return {
+        **base, "numel": numel,
+        "nan_count": sum(p["nan_count"] for p in parts), "inf_count": sum(p["inf_count"] for p in parts),
+        "output_abs_max": worst("output_abs_max"), "golden_abs_max": worst("golden_abs_max"),
+        "bit_identical": base["dtype_match"] and all(p["bit_identical"] for p in parts),
+        "max_abs_diff": worst("max_abs_diff"), "max_rel_diff": worst("max_rel_diff"), "finite_pairs": total,
+        "mean_abs_diff": sum(m * n for m, n in weighted) / total if total else None,
+        "mismatch_count": mism, "mismatch_ratio": mism / numel if numel else 0.0,
+    }
+
+
+def _unmatched(files: JobFiles, out: dict[str, Any], gold: dict[str, Any], digest: Any,
+               gold_digest: Any) -> dict[str, Any]:
+    """The shape-mismatch metrics: counts and magnitudes of each side, no diffs."""
+    import torch
+
+    def scan(meta: dict[str, Any], d: Any) -> tuple[int, int, int, float | None]:
+        numel = nan = inf = 0
+        top: float | None = None
+        for c in _chunks(files, meta, d):
+            c = (c.abs() if c.is_complex() else c).to(torch.float64)
+            numel += c.numel()
+            nan += int(torch.isnan(c).sum())
+            inf += int(torch.isinf(c).sum())
+            finite = c[torch.isfinite(c)].abs()
+            if finite.numel():
+                top = max(top or 0.0, float(finite.max()))
+        return numel, nan, inf, top
+
+    numel, nan, inf, out_max = scan(out, digest)
+    gold_max = scan(gold, gold_digest)[3]
+    return {"numel": numel, "nan_count": nan, "inf_count": inf, "output_abs_max": out_max,
+            "golden_abs_max": gold_max, "bit_identical": False, "max_abs_diff": None, "max_rel_diff": None,
+            "mean_abs_diff": None, "mismatch_count": numel, "mismatch_ratio": 1.0}
+
+
+def recheck(files: JobFiles, tolerance: tuple[float, float], graph_active: bool,
+            golden_sha256: list[str] | None) -> dict[str, Any]:
+    """The harness's own compare of the dumped bytes.
+
+    Returns {"metrics", "graph_metrics", "outputs": [{"launch_wrote", "changed_after_launch"}]}, where
+    metrics compares what the kernel left (the bytes before the launch when graph verify wrote the
+    outputs, as the job does) and graph_metrics the outputs as returned. `golden_sha256` are the
+    hashes the job sent right after its golden stage; the dumped goldens must still match them.
+    Raises DumpError.
+    """
+    from runtime.evidence import metrics
+
+    data = files.read_or_none(MANIFEST, MAX_MANIFEST_BYTES)
+    if data is None:
+        raise DumpError("the job left no output dump")
+    try:
+        manifest = json.loads(data)
+        entries = manifest["outputs"]
+    except (ValueError, KeyError, TypeError):
+        raise DumpError("the output dump's manifest is not valid") from None
+    if not isinstance(entries, list) or not 0 < len(entries) <= MAX_OUTPUTS:
+        raise DumpError("the output dump's manifest lists no outputs")
+    if not isinstance(golden_sha256, list) or len(golden_sha256) != len(entries):
+        raise DumpError("the job did not report its goldens before running the kernel")
+    rtol, atol = tolerance
+    raw, graph, outputs = [], [], []
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise DumpError("the output dump's manifest is not valid")
+        gold = _check_meta(entry.get("golden"), files)
+        out = _check_meta(entry.get("output"), files)
+        before = _check_meta(entry["before"], files) if entry.get("before") else None
+        arg_now = _check_meta(entry["arg_now"], files) if entry.get("arg_now") else None
+        now_digest, gold_digest = hashlib.sha256(), hashlib.sha256()
+        returned = compare_files(files, out, gold, rtol, atol, None if arg_now else now_digest, gold_digest)
+        if gold_digest.hexdigest() != golden_sha256[index]:
+            raise DumpError(f"golden {index} changed after the golden stage")
+        now_sha = _file_sha256(files, arg_now) if arg_now else now_digest.hexdigest()
+        if graph_active and before is not None:
+            raw.append(compare_files(files, before, gold, rtol, atol))
+            graph.append(returned)
+        else:
+            raw.append(returned)
+        before_sha = _file_sha256(files, before) if before is not None else None
+        first, last = entry.get("first_post_sha256"), entry.get("last_post_sha256")
+        outputs.append({
+            "launch_wrote": None if before_sha is None or not first else before_sha != first,
+            "changed_after_launch": None if before is None or not last else now_sha != last,
+            "metrics": raw[-1], "graph_metrics": graph[-1] if graph_active and before is not None else None,
+        })
+    return {"metrics": metrics.combine(raw), "graph_metrics": metrics.combine(graph) if graph else None,
+            "outputs": outputs}
+
+
+def disagreement(job: dict[str, Any] | None, harness: dict[str, Any] | None) -> str | None:
+    """Why the job's metrics and the harness's differ on a deciding value, or None."""
+    if not job or not harness:
+        return None
+    for key in DECIDING_KEYS:
+        a, b = job.get(key), harness.get(key)
+        if isinstance(a, float) and isinstance(b, float) and math.isclose(a, b, rel_tol=1e-12, abs_tol=0.0):
+            continue
+        if a != b:
+            return f"{key}: the job reported {a!r}, the harness measured {b!r}"
+    return None

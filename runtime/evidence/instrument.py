@@ -1,0 +1,215 @@
+"""In the job process: watch every jit kernel launch and every precision assert.
+
+Installed before the submission is imported, so the file's own decorators and asserts are the
+ones instrumented. The run mode is forced here whatever the file bound at import (docs/pypto.md §1).
+"""
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import torch
+
+from runtime.evidence import dumps, metrics
+from runtime.fence import integrity
+from runtime.fence.events import Events
+
+RUN_MODE_VALUES = {"npu": 0, "sim": 1}  # pypto.RunMode values
+
+
+@dataclass
+class LaunchRecord:
+    kernel: str
+    args: list[torch.Tensor]
+    written: list[bool]
+    duration_s: float
+    output_dir: str
+    error: str = ""
+    storages: list[int] = field(default_factory=list)
+    before: list[torch.Tensor | None] = field(default_factory=list)  # argument bytes before the launch
+    post_sha256: list[str | None] = field(default_factory=list)  # argument bytes right after it
+
+
+class Recorder:
+    """Everything the instrumentation saw in this job."""
+
+    def __init__(self, mode: str, events: Events):
+        self.mode = mode
+        self.events = events
+        self.launches: list[LaunchRecord] = []
+        self.asserts: list[dict[str, Any]] = []
+        self.before_launch: list[Callable[[Any, list[torch.Tensor]], None]] = []
+        self.in_kernel: str | None = None  # the kernel being launched, for crash reports
+        self.inputs: list[torch.Tensor] = []
+        self.goldens: list[torch.Tensor] | None = None
+        self.observing = True  # off while timing: launches then run bare (mode still forced)
+        self.graph_on = False  # scripts under graph verify: asserts judge the graph's result
+
+    @contextmanager
+    def unobserved(self) -> Iterator[None]:
+        """Launches inside run without snapshots, hooks or records (the timing loop's repeats)."""
+        self.observing = False
+        try:
+            yield
+        finally:
+            self.observing = True
+
+
+_recorder: Recorder | None = None
+
+
+def _snapshot(t: torch.Tensor) -> torch.Tensor | None:
+    if t.is_meta:  # no data to copy; pypto rejects it itself
+        return None
+    return t.detach().to("cpu", copy=True).contiguous()
+
+
+def bytes_changed(before: torch.Tensor | None, after: torch.Tensor | None) -> bool:
+    """True when any byte differs (NaN-safe: compares raw bytes, not values)."""
+    if before is None or after is None:
+        return False
+    a = before.reshape(-1).view(torch.uint8)
+    b = after.reshape(-1).view(torch.uint8)
+    return not torch.equal(a, b)
+
+
+def storage_id(t: torch.Tensor) -> int:
+    return int(t.untyped_storage().data_ptr())
+
+
+def _last_output_dir() -> str:
+    try:
+        import pypto
+
+        return str(pypto.pypto_impl.LogTopFolder())
+    except Exception:  # noqa: BLE001 - best effort, the folder is only evidence
+        return ""
+
+
+def install(mode: str, events: Events) -> Recorder:
+    """Patch pypto's jit wrapper and the usual assert helpers. Idempotent per process."""
+    global _recorder
+    _recorder = Recorder(mode, events)
+    _patch_jit(_recorder)
+    _patch_asserts(_recorder)
+    integrity.seal()  # after our patches, before any submission code runs
+    return _recorder
+
+
+def _patch_jit(rec: Recorder) -> None:
+    from pypto.frontend.parser.entry import JitCallableWrapper
+
+    original = JitCallableWrapper.__call__
+    forced = RUN_MODE_VALUES[rec.mode]
+
+    def launch(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # Force the job's mode whatever the decorator bound at import time.
+        self._runtime_options["run_mode"] = forced
+        if not rec.observing:
+            return original(self, *args, **kwargs)
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        for hook in rec.before_launch:
+            hook(self, tensors)
+        before = [_snapshot(t) for t in tensors]
+        name = getattr(self, "__name__", "kernel")
+        rec.in_kernel = name
+        rec.events.emit("launch_start", kernel=name, index=len(rec.launches))
+        start = time.perf_counter()
+        error = ""
+        try:
+            return original(self, *args, **kwargs)
+        except BaseException as exc:
+            error = f"{type(exc).__name__}: {exc}"[:2000]
+            raise
+        finally:
+            duration = time.perf_counter() - start
+            written, hashes = [], []
+            for b, t in zip(before, tensors):  # one copy at a time
+                after = _snapshot(t)
+                written.append(bytes_changed(b, after))
+                hashes.append(dumps.sha256(after) if after is not None else None)
+            record = LaunchRecord(name, tensors, written, duration, _last_output_dir(), error,
+                                  [storage_id(t) for t in tensors], before, hashes)
+            rec.launches.append(record)
+            rec.in_kernel = None
+            rec.events.emit("launch", kernel=name, output_written=written,
+                            arg_shapes=[list(t.shape) for t in tensors], duration_s=round(duration, 4),
+                            output_dir=record.output_dir, error=error)
+
+    JitCallableWrapper.__call__ = launch
+
+
+def _patch_asserts(rec: Recorder) -> None:
+    import numpy as np
+    import numpy.testing
+
+    np_original = numpy.testing.assert_allclose
+
+    def np_assert_allclose(actual: Any, desired: Any, rtol: float = 1e-7, atol: float = 0, *args: Any,
+                           **kwargs: Any) -> Any:
+        _record_assert(rec, "numpy.testing.assert_allclose", actual, desired, rtol, atol)
+        return np_original(actual, desired, rtol, atol, *args, **kwargs)
+
+    numpy.testing.assert_allclose = np_assert_allclose
+    np.testing.assert_allclose = np_assert_allclose
+
+    torch_original = torch.testing.assert_close
+
+    def torch_assert_close(actual: Any, expected: Any, *args: Any, **kwargs: Any) -> Any:
+        rtol = kwargs.get("rtol")
+        atol = kwargs.get("atol")
+        if rtol is None or atol is None:
+            rtol, atol = metrics.torch_default_tolerance(actual)
+        _record_assert(rec, "torch.testing.assert_close", actual, expected, rtol, atol)
+        return torch_original(actual, expected, *args, **kwargs)
+
+    torch.testing.assert_close = torch_assert_close
+
+
+def _record_assert(rec: Recorder, api: str, actual: Any, desired: Any, rtol: float, atol: float) -> None:
+    try:
+        m = metrics.compare(actual, desired, float(rtol), float(atol))
+    except Exception as exc:  # noqa: BLE001 - the script's own assert still runs and decides
+        m = {"error": f"{type(exc).__name__}: {exc}"}
+    entry = {"api": api, "index": len(rec.asserts), "metrics": m, "launches_before": len(rec.launches)}
+    if rec.launches:
+        entry["graph"] = _graph_source(rec, actual, desired, float(rtol), float(atol))
+    rec.asserts.append(entry)
+    rec.events.emit("assert", **entry)
+
+
+def _graph_source(rec: Recorder, actual: Any, desired: Any, rtol: float, atol: float) -> dict[str, Any]:
+    """Which launch output the asserted value is (by value), and how the SIM garbage it replaced compares.
+
+    With graph verify on, the output holds the tensor graph's result; SIM itself wrote nothing, so the
+    bytes before the launch are what plain SIM would have left there (docs/realops.md §4).
+    """
+    import numpy as np
+
+    try:
+        got = np.asarray(actual.detach().cpu() if isinstance(actual, torch.Tensor) else actual, dtype=np.float64)
+    except (TypeError, ValueError):
+        return {"on_graph_result": False}
+    for index in range(len(rec.launches) - 1, -1, -1):
+        launch = rec.launches[index]
+        for arg, (tensor, written) in enumerate(zip(launch.args, launch.written)):
+            before = launch.before[arg] if arg < len(launch.before) else None
+            if before is None or tensor.numel() != got.size:
+                continue
+            now = tensor.detach().cpu().to(torch.float64).reshape(got.shape).numpy()
+            if not np.array_equal(now, got, equal_nan=True):
+                continue
+            if not written:  # plain SIM: the assert looked at an output the kernel never wrote
+                return {"on_graph_result": False, "unwritten_output": True, "launch": index, "arg": arg,
+                        "kernel": launch.kernel}
+            if rec.graph_on:
+                garbage = before.to(torch.float64).reshape(got.shape).numpy()
+                try:
+                    sim = metrics.compare(garbage, desired, rtol, atol)
+                except Exception as exc:  # noqa: BLE001 - evidence only
+                    sim = {"error": f"{type(exc).__name__}: {exc}"}
+                return {"on_graph_result": True, "launch": index, "arg": arg, "kernel": launch.kernel,
+                        "sim_garbage": sim}
+    return {"on_graph_result": False}

@@ -1,0 +1,230 @@
+"""Find the operators of a checkout and what each one's job needs (docs/realops.md §5).
+
+Public API (runtime.intake.submission.load_operator turns an operator into a submission), shared by `crosscheck run CHECKOUT --list/--op` and `crosscheck ci run`:
+
+    discover(checkout, ops=None) -> list[FoundOperator]
+    pack(checkout, operator) -> bytes     the files the operator's job needs, as a deterministic zip
+
+Two layouts: a plain package (a folder with test_cases.json beside an *_impl.py), and the gym's pair
+of a test folder `tests/ops/**/<Op>/` and a kernel folder `src/**/<op>/` holding *_impl.py, matched by
+name ignoring case and `_`. An operator that cannot run keeps its place with route "none" and a
+`problem`, so callers report it instead of skipping it silently.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runtime.intake import archive, imports, testmodule
+from runtime.intake.cases import load_case_file
+from runtime.errors import SubmissionError
+
+CASE_FILE = "test_cases.json"
+SKIP_DIRS = {"__pycache__", ".git", "output", ".pytest_cache", ".mypy_cache", ".ruff_cache", "node_modules"}
+MAX_BUNDLE_BYTES = 5 * 1024 * 1024
+MAX_BUNDLE_FILES = 500
+# In a bundle of a test file: which file to run (its folder need not match any kernel's name).
+ENTRY_FILE = "crosscheck_entry.json"
+
+
+@dataclass
+class FoundOperator:
+    name: str
+    route: str  # package | script | module | none (cannot run: see `problem`)
+    folder: str  # the test folder (or the package), relative to the checkout
+    files: list[str] = field(default_factory=list)  # what the job needs, relative to the checkout
+    cases: list[str] = field(default_factory=list)
+    problem: str = ""
+    entry: str | None = None  # script/module: the test file
+    impl: str | None = None  # gym package: the *_impl.py
+    golden: str | None = None  # gym package: the *_golden.py
+    sys_path: list[str] = field(default_factory=list)  # gym package: folders its imports resolve under
+
+
+def key(name: str) -> str:
+    """Names match ignoring case and `_` (InplaceAddRmsNorm ~ inplace_add_rms_norm)."""
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+def discover(checkout: Path, ops: list[str] | None = None) -> list[FoundOperator]:
+    """Every operator under `checkout`, by name; `ops` keeps only those (all must exist)."""
+    root = Path(checkout)
+    if not root.is_dir():
+        raise SubmissionError(f"{checkout}: not a folder (give the checkout's root)")
+    root = root.resolve()
+    kernels = _kernel_dirs(root)
+    found = [_operator(root, Path(d), kernels) for d in _test_dirs(root, kernels)]
+    seen: dict[str, FoundOperator] = {}
+    for op in found:
+        if op.route != "none" and key(op.name) in seen:
+            op.route, op.problem = "none", f"op_name {op.name!r} is also used by {seen[key(op.name)].folder}"
+        seen.setdefault(key(op.name), op)
+    if ops:
+        wanted = {key(o): o for o in ops}
+        missing = [o for k, o in wanted.items() if not any(key(f.name) == k or key(Path(f.folder).name) == k
+                                                           for f in found)]
+        if missing:
+            known = ", ".join(sorted(f.name for f in found)) or "none"
+            raise SubmissionError(f"no operator named {', '.join(missing)} under {checkout} (found: {known})")
+        found = [f for f in found if key(f.name) in wanted or key(Path(f.folder).name) in wanted]
+    return sorted(found, key=lambda f: (f.name, f.folder))
+
+
+def _walk(root: Path) -> list[tuple[str, list[str]]]:
+    out = []
+    for here, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+        out.append((here, files))
+    return out
+
+
+def _kernel_dirs(root: Path) -> dict[str, Path]:
+    """Kernel folders under src/ by key: the folder's name and each *_impl.py's name without `_impl`."""
+    found: dict[str, Path] = {}
+    src = root / "src"
+    if not src.is_dir():
+        return found
+    for here, files in _walk(src):
+        for name in sorted(f for f in files if f.endswith("_impl.py")):
+            found.setdefault(key(name[: -len("_impl.py")]), Path(here) / name)
+            found.setdefault(key(Path(here).name), Path(here) / name)
+    return found
+
+
+def _test_dirs(root: Path, kernels: dict[str, Path]) -> list[str]:
+    """Folders holding test_cases.json (a package's subfolders belong to it), and gym test folders whose
+    name matches a kernel and that hold a test file."""
+    out = []
+    src = root / "src"
+    for here, files in _walk(root):
+        if Path(here).is_relative_to(src):
+            continue
+        if CASE_FILE in files or (key(Path(here).name) in kernels and _test_files(Path(here))):
+            out.append(here)
+    packages = [Path(d) for d in out if any(f.endswith("_impl.py") for f in os.listdir(d))]
+    return [d for d in out if not any(Path(d) != p and Path(d).is_relative_to(p) for p in packages)]
+
+
+def _test_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.glob("test_*.py") if p.is_file())
+
+
+def _operator(root: Path, folder: Path, kernels: dict[str, Path]) -> FoundOperator:
+    rel = folder.relative_to(root).as_posix() or "."
+    if any(folder.glob("*_impl.py")):
+        return _plain_package(root, folder, rel)
+    impl = kernels.get(key(folder.name))
+    name = _op_name(folder)
+    tests = _test_files(folder)
+    if impl is None:
+        return FoundOperator(name, "none", rel, problem=f"{rel}: no *_impl.py beside {CASE_FILE}, and no kernel "
+                             f"folder under src/ named like {folder.name!r} (names match ignoring case and '_')")
+    if tests:
+        return _test_file_operator(root, folder, rel, name, _pick_test(tests, folder.name))
+    return _gym_package(root, folder, rel, name, impl)
+
+
+def _op_name(folder: Path) -> str:
+    try:
+        raw = json.loads((folder / CASE_FILE).read_text(encoding="utf-8"))
+        if isinstance(raw.get("op_name"), str) and raw["op_name"].strip():
+            return str(raw["op_name"].strip())
+    except (OSError, ValueError, AttributeError):
+        pass
+    return folder.name
+
+
+def _pick_test(tests: list[Path], folder_name: str) -> Path:
+    """The test file named after the folder (`test_<op>.py`), else the first."""
+    return next((t for t in tests if key(t.stem.removeprefix("test_")) == key(folder_name)), tests[0])
+
+
+def _package_files(folder: Path, root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in folder.rglob("*")
+                  if p.is_file() and not p.is_symlink() and not (set(p.relative_to(folder).parts[:-1]) & SKIP_DIRS)
+                  and p.suffix != ".pyc" and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+
+
+def _plain_package(root: Path, folder: Path, rel: str) -> FoundOperator:
+    files = _package_files(folder, root)
+    try:
+        case_file = load_case_file(folder / CASE_FILE, default_name=folder.name)
+    except SubmissionError as exc:
+        return FoundOperator(folder.name, "none", rel, files, [], str(exc))
+    return FoundOperator(case_file.op_name, "package", rel, files, [c.id for c in case_file.cases])
+
+
+def _test_file_operator(root: Path, folder: Path, rel: str, name: str, test: Path) -> FoundOperator:
+    entry = test.relative_to(root).as_posix()
+    try:
+        files = imports.closure(root, [test, *_beside(folder)], imports.import_roots(root, [folder]))
+    except OSError as exc:
+        return FoundOperator(name, "none", rel, problem=f"{entry}: {exc}")
+    functions = [] if testmodule.answers_list(test) else testmodule.test_functions(test)
+    if functions:
+        return FoundOperator(name, "module", rel, files, functions, entry=entry)
+    return FoundOperator(name, "script", rel, files, _listed_ids(folder), entry=entry)
+
+
+def _beside(folder: Path) -> list[Path]:
+    return [p for p in sorted(folder.iterdir()) if p.is_file() and not p.is_symlink() and p.suffix != ".pyc"
+            and not p.name.startswith(".")]
+
+
+def _listed_ids(folder: Path) -> list[str]:
+    """The ids a script will probably list: those of its test_cases.json (the run asks the script itself)."""
+    try:
+        raw = json.loads((folder / CASE_FILE).read_text(encoding="utf-8"))
+        return [str(c["id"]) for c in raw["test_cases"] if isinstance(c, dict) and "id" in c]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def _gym_package(root: Path, folder: Path, rel: str, name: str, impl: Path) -> FoundOperator:
+    """A test folder without a test file: its test_cases.json and golden drive the kernel's wrapper."""
+    goldens = sorted(folder.glob("*_golden.py"))
+    if not (folder / CASE_FILE).is_file() or not goldens:
+        return FoundOperator(name, "none", rel, problem=f"{rel}: needs a test file, or {CASE_FILE} and a *_golden.py")
+    try:
+        case_file = load_case_file(folder / CASE_FILE, default_name=folder.name)
+    except SubmissionError as exc:
+        return FoundOperator(name, "none", rel, problem=str(exc))
+    used: set[Path] = set()
+    roots = imports.import_roots(root, [folder, impl.parent])
+    files = imports.closure(root, [*_beside(folder), impl], roots, used)
+    sys_path = [p.relative_to(root).as_posix() for p in [folder, impl.parent, *sorted(used)]]
+    return FoundOperator(case_file.op_name, "package", rel, files, [c.id for c in case_file.cases],
+                         impl=impl.relative_to(root).as_posix(),
+                         golden=goldens[0].relative_to(root).as_posix(), sys_path=list(dict.fromkeys(sys_path)))
+
+
+def of_test_file(path: Path) -> FoundOperator | None:
+    """A test file inside a checkout as an operator of its own (`crosscheck submit path/to/test_x.py`)."""
+    path = path.resolve()
+    root = imports.tree_root(path)
+    if root is None:
+        return None
+    return _test_file_operator(root, path.parent, path.parent.relative_to(root).as_posix(), _op_name(path.parent), path)
+
+
+def pack(checkout: Path, operator: FoundOperator) -> bytes:
+    """The operator's files as a deterministic zip: the same files always give the same bytes.
+
+    A plain package is zipped relative to its folder; anything else keeps its paths in the checkout,
+    so the job sees the tree the way the test expects it.
+    """
+    root = Path(checkout).resolve()
+    prefix = "" if operator.folder == "." else operator.folder + "/"
+    inside = all(rel.startswith(prefix) for rel in operator.files) and operator.route == "package" \
+        and not operator.impl
+    if len(operator.files) > MAX_BUNDLE_FILES:
+        raise SubmissionError(f"{operator.folder}: the bundle has {len(operator.files)} files, over {MAX_BUNDLE_FILES}")
+    members = [(rel.removeprefix(prefix) if inside else rel, (root / rel).read_bytes()) for rel in operator.files]
+    if operator.entry:
+        members.append((ENTRY_FILE, json.dumps({"entry": operator.entry, "operator": operator.name}).encode()))
+    data = archive.write_zip(members)
+    if len(data) > MAX_BUNDLE_BYTES:
+        raise SubmissionError(f"{operator.folder}: the bundle is {len(data)} bytes, over {MAX_BUNDLE_BYTES >> 20} MiB")
+    return data

@@ -1,0 +1,447 @@
+"""Turn one job's raw report (events, exit status, files) into a CaseResult with a verdict."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from runtime.evidence import corroborate
+from runtime.judge import simgap, skew, verdict_diagnoses
+from runtime import verdicts
+from runtime.judge.diagnose import diagnose, is_user_file
+from runtime.fence.jobenv import JobDirs
+from runtime.fence.jobfiles import JobFiles
+from runtime.devices.pypto_api import installed_version
+from runtime.report import CaseResult, CostModel, Diagnosis, ErrorInfo, Launch, LintFinding, Stage
+from runtime.judge.tolerance import assert_passed, within_tolerance
+
+TAIL_CHARS = 8000
+MAX_LOG_BYTES = 1024 * 1024  # of stdout and stderr, read for diagnosis and script markers
+MAX_PLOG_BYTES = 1024 * 1024
+OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory")
+MARKER_PATTERNS = {
+    "precision_pass": re.compile(r"\[PRECISION_PASS\]"),
+    "precision_fail": re.compile(r"\[PRECISION_FAIL\]"),
+}
+# Nothing of the kernel could be judged: a test function needs an argument we do not supply
+# (runtime.intake.testmodule), or the test called a torch_npu fused op the SIM stand-in cannot run (runtime.devices.standin).
+NOT_RUN_ERRORS = ("CannotCall", "NeedsRealNpu")
+MAX_DIFF = re.compile(r"max[ _]?diff(?:erence)?\s*[:=]\s*([-+0-9.eE]+|nan|inf)", re.IGNORECASE)
+
+
+@dataclass
+class JobContext:
+    """What the runner knew when it sent the job."""
+    operator: str
+    case: str
+    mode: str
+    dirs: JobDirs
+    description: str = ""
+    shapes: list[list[int]] | None = None
+    dtypes: list[str] | None = None
+    is_script: bool = False
+    golden_fallback: bool = False
+    compare: str = "strict"
+    max_mismatch_ratio: float = 0.005
+    memory_bytes: int = 0
+    timeout_s: float = 0.0
+    skew_findings: list[LintFinding] | None = None  # the lint's version-skew findings (runtime.lint.api)
+
+
+def _read_logs(found: dict[str, Any]) -> tuple[str, str, str]:
+    """stdout, stderr and plog tails from the case's evidence folder (copied there by its leader)."""
+    folder = found.get("dir")
+    if not folder:
+        return "", "", ""
+    files = JobFiles(folder)
+    stdout = files.text_tail("stdout.txt", MAX_LOG_BYTES)
+    stderr = files.text_tail("stderr.txt", MAX_LOG_BYTES)
+    parts = [f"== {PurePosixPath(e.rel).name}\n" + files.text_tail(e.rel, MAX_PLOG_BYTES)
+             for e in files.walk("plog", suffix=".log")]
+    return stdout, stderr, "\n".join(parts)[-MAX_PLOG_BYTES:]
+
+
+def _stages(events: list[dict[str, Any]]) -> tuple[list[Stage], dict[str, Any] | None, str]:
+    stages: dict[str, Stage] = {}
+    failed: dict[str, Any] | None = None
+    last = ""
+    for ev in events:
+        if ev.get("event") != "stage":
+            continue
+        name, status = str(ev.get("name", ""))[:100], str(ev.get("status", ""))[:20]
+        last = name
+        if status == "start":
+            stages[name] = Stage(name, "running")
+        else:
+            stage = stages.setdefault(name, Stage(name, status))
+            stage.status = status
+            stage.duration_s = round(_number(ev.get("duration_s")), 4)
+            if status == "error":
+                error = ev.get("error")
+                failed = {"stage": name, **(error if isinstance(error, dict) else {})}
+    return list(stages.values()), failed, last
+
+
+def _exit_info(report: dict[str, Any], timeout_s: float) -> str:
+    if report.get("timed_out"):
+        return f"timeout after {timeout_s:g} s"
+    sig = report.get("signal")
+    if sig:
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = str(sig)
+        return f"signal {sig} ({name})"
+    code = report.get("exit_code")
+    if code not in (0, None):
+        return f"exit code {code}"
+    return ""
+
+
+def _structural(report: dict[str, Any], failed: dict[str, Any] | None, mode: str, texts: str,
+                maxrss_bytes: int, memory_bytes: int, is_script: bool) -> str:
+    if isinstance(report.get("resource_limit"), dict):  # the leader stopped it, or its cgroup did
+        return "resource_limit"
+    if report.get("timed_out"):
+        return "timeout"
+    died = report.get("signal") or (report.get("exit_code") not in (0, None) and not is_script)
+    oom = any(m in texts for m in OOM_MARKERS) or (memory_bytes and maxrss_bytes >= 0.9 * memory_bytes)
+    if (failed and failed.get("type") == "MemoryError") or (died and oom):
+        return "oom"
+    if died:
+        return "crash"
+    if failed and (failed["stage"] in ("golden", "device") or failed.get("type") in NOT_RUN_ERRORS):
+        return "not_run"
+    if failed and failed["stage"] in (mode, "compare"):
+        return "error"
+    return "ok"
+
+
+def _cost_model(found: dict[str, Any]) -> CostModel | None:
+    """The SIM cost model of the corroborated launches, as the leader read it from pypto's files."""
+    models = [CostModel(**m) for m in found.get("cost_models") or []]
+    if not models:
+        return None
+    if len(models) == 1:
+        return models[0]
+    total_us = sum(m.aicore_time_us for m in models)
+    return CostModel(
+        aicore_time_us=round(total_us, 4),
+        utilization=round(sum(m.utilization * m.aicore_time_us for m in models) / total_us, 6) if total_us else 0.0,
+        total_cycles=sum(m.total_cycles for m in models),
+        aic_tasks=sum(m.aic_tasks for m in models),
+        aiv_tasks=sum(m.aiv_tasks for m in models),
+        output_dir=models[-1].output_dir,
+        files=models[-1].files,
+    )
+
+
+def _script_evidence(events: list[dict[str, Any]], stdout: str) -> dict[str, Any]:
+    asserts = [e for e in events if e.get("event") == "assert" and isinstance(e.get("metrics") or {}, dict)]
+    passed = failed = 0
+    for a in asserts:
+        if assert_passed(a.get("metrics") or {}):
+            passed += 1
+        else:
+            failed += 1
+    markers = {k: len(p.findall(stdout)) for k, p in MARKER_PATTERNS.items()}
+    max_diffs = [m.group(1) for m in MAX_DIFF.finditer(stdout)]
+    result = next((e for e in events if e.get("event") == "script_result"), {})
+    unwritten = sum(1 for a in asserts if not assert_passed(a.get("metrics") or {})
+                    and isinstance(a.get("graph"), dict) and a["graph"].get("unwritten_output") is True)
+    return {"exit_code": result.get("exit_code"), "asserts": asserts, "asserts_passed": passed,
+            "asserts_failed": failed, "asserts_failed_unwritten": unwritten, "markers": markers,
+            "max_diff_printed": max_diffs[-10:]}
+
+
+def _number(value: Any, default: float = 0.0) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _launch(e: dict[str, Any]) -> Launch:
+    """A launch event as the job reported it (untrusted: every field coerced)."""
+    written = e.get("output_written")
+    shapes = e.get("arg_shapes")
+    return Launch(kernel=str(e.get("kernel", ""))[:200],
+                  output_written=[bool(w) for w in written] if isinstance(written, list) else [],
+                  arg_shapes=[list(s) for s in shapes if isinstance(s, list)] if isinstance(shapes, list) else [],
+                  duration_s=_number(e.get("duration_s")), output_dir=str(e.get("output_dir", ""))[:4096],
+                  error=str(e.get("error", ""))[:2000])
+
+
+def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
+    """One case's result. Job files are never opened here: the leader already copied and checked them."""
+    events: list[dict[str, Any]] = [e for e in report.get("events", []) if isinstance(e, dict)]
+    found: dict[str, Any] = report.get("evidence") or {}
+    stages, failed, last_stage = _stages(events)
+    launches = [_launch(e) for e in events if e.get("event") == "launch"]
+    internal = next((e for e in events if e.get("event") == "internal_error"), None)
+    if "leader_error" in report:
+        internal = {"error": {"type": "LeaderError", "message": report["leader_error"]}}
+    stdout, stderr, plog = _read_logs(found)
+    maxrss = int(report.get("maxrss_kb") or 0) * 1024
+    structural = _structural(report, failed, ctx.mode, stderr + stdout, maxrss, ctx.memory_bytes, ctx.is_script)
+    if internal and structural == "ok":
+        structural = "crash"
+    exit_info = _exit_info(report, ctx.timeout_s)
+    limit_reason = str((report.get("resource_limit") or {}).get("reason", ""))[:500] if structural == "resource_limit" \
+        else ""
+    if limit_reason:
+        exit_info = f"{limit_reason} ({exit_info})" if exit_info else limit_reason
+    if structural == "oom":
+        exit_info = (exit_info + f"; oom (peak RSS {maxrss / 2**30:.2f} GiB, limit "
+                     f"{ctx.memory_bytes / 2**30:.2f} GiB)").lstrip("; ")
+    error = None
+    source = failed or (internal or {}).get("error") and {"stage": last_stage, **internal["error"]}
+    if source:
+        error = ErrorInfo(type=str(source.get("type", "")), message=str(source.get("message", "")),
+                          file=str(source.get("file", "")), line=int(_number(source.get("line"))),
+                          traceback=str(source.get("traceback", "")))
+    elif exit_info:
+        error = ErrorInfo(type="ResourceLimit" if limit_reason else "ProcessExit", message=exit_info)
+    if error and not error.type and not error.message:  # a script caught its exception and printed the traceback
+        printed = _last_exception(stderr + "\n" + stdout)
+        error = ErrorInfo(type=printed[0], message=printed[1]) if printed else \
+            ErrorInfo(type="ProcessExit", message=exit_info or "the script failed without an exception")
+        error.file, error.line = _parser_location(stdout + "\n" + stderr, str(ctx.dirs.src))
+    result_ev = next((e for e in events if e.get("event") == "result"), None)
+    checked = corroborate.check(ctx.is_script, events, found, result_ev)
+    metrics = checked.metrics
+    # Pass/fail markers also where logging writes them (stderr: pypto configures the root logger).
+    script = _script_evidence(events, f"{stdout}\n{stderr}") if ctx.is_script else None
+    if script and script["asserts"] and metrics is None:
+        metrics = _worst_assert(script["asserts"])
+    after_launches = _raised_after_launches(failed, launches, structural)
+    launches_ok = bool(launches) and not any(l.error for l in launches)
+    graph = _script_graph(events, script, structural, failed if after_launches else None,
+                          launches_ok and error is not None and error.type == "ProcessExit") \
+        if script is not None else \
+        _graph_verify(events, result_ev, ctx, checked)
+    pypto_version = installed_version() or "not installed"
+    skewed = None
+    if structural == "error" or (ctx.is_script and exit_info):
+        skewed = skew.detect(error, stderr + "\n" + stdout, ctx.skew_findings or [], pypto_version)
+    gap = simgap.detect(f"{error.message if error else ''}\n{stderr}\n{stdout}") \
+        if ctx.mode == "sim" and (structural in ("error", "not_run") or (ctx.is_script and exit_info)) else None
+    if ctx.is_script:
+        output_written = any(any(l.output_written) for l in launches) if launches else None
+    elif graph and graph.get("status") in ("pass", "fail"):
+        # The graph run wrote the outputs; SIM itself has no data path (docs/pypto.md §2), as the raw
+        # metrics taken from the pre-launch bytes confirm.
+        output_written = False
+    else:
+        output_written = checked.output_written
+    ev = verdicts.Evidence(
+        mode=ctx.mode, structural=structural, golden_failed=bool(failed and failed["stage"] == "golden"),
+        kernel_launches=checked.launches, launches_reported=len(launches), metrics=metrics,
+        within_tolerance=within_tolerance(metrics, ctx.compare, ctx.max_mismatch_ratio) if metrics else None,
+        output_written=output_written, golden_fallback=ctx.golden_fallback, is_script=ctx.is_script,
+        exit_code=script["exit_code"] if script else None,
+        asserts_passed=script["asserts_passed"] if script else 0,
+        asserts_failed=script["asserts_failed"] if script else 0,
+        asserts_failed_unwritten=script["asserts_failed_unwritten"] if script else 0,
+        failed_type=str(failed.get("type", "")) if failed else "",
+        raised_after_launches=after_launches,
+        markers=script["markers"] if script else {},
+        graph_status=graph.get("status") if graph else None,
+        device_failed=bool(failed and failed["stage"] == "device"),
+        contradictions=checked.contradictions, changed_after_launch=checked.changed_after_launch,
+        version_skew=skewed.describe() if skewed else None,
+        sim_gap=gap,
+        resource_limit=limit_reason,
+    )
+    verdict, precision, reason = verdicts.decide(ev)
+    fail_stage = verdict_diagnoses.failed_stage(failed["stage"] if failed else None, last_stage, ctx.mode, graph,
+                                                verdict)
+    diagnoses: list[Diagnosis] = []
+    if verdict not in ("pass", "sim_output_unwritten") or error is not None:
+        diagnoses = diagnose(stage=fail_stage, mode=ctx.mode,
+                             exception=f"{error.type}: {error.message}" if error else "",
+                             stdout=stdout, stderr=stderr, plog=plog, exit_info=exit_info,
+                             pypto_version=pypto_version)
+        if error and error.file:
+            for d in diagnoses:
+                if not d.file:
+                    d.file, d.line = error.file, error.line
+        diagnoses = verdict_diagnoses.lead(diagnoses, verdict, fail_stage, ctx.golden_fallback, graph)
+    return CaseResult(
+        operator=ctx.operator, case=ctx.case, description=ctx.description,
+        shapes=ctx.shapes if ctx.shapes is not None else (launches[0].arg_shapes if launches else []),
+        dtypes=ctx.dtypes or [], structural=structural, stage=fail_stage, error=error, diagnosis=diagnoses,
+        metrics=metrics, precision=precision, output_written=output_written, kernel_launches=checked.launches,
+        cost_model=_cost_model(found) if ctx.mode == "sim" else None, verdict=verdict,
+        verdict_reason=reason, duration_s=_number(report.get("wall_s")), stages=stages,
+        launches=launches, script=script, graph_verify=graph, timing=_timing(events),
+        outputs=_named_outputs(result_ev, checked),
+        logs={"stdout": stdout[-TAIL_CHARS:], "stderr": stderr[-TAIL_CHARS:], "plog": plog[-TAIL_CHARS:]},
+        job_dir=str(ctx.dirs.root), evidence_dir=str(found.get("dir") or ""), evidence=checked.summary(),
+        version_skew=skewed.to_dict() if skewed and verdict == verdicts.VERSION_SKEW else None,
+        sim_gap=gap if verdict == verdicts.SIM_UNSUPPORTED else None,
+    )
+
+
+def _graph_verify(events: list[dict[str, Any]], result_ev: dict[str, Any] | None,
+                  ctx: JobContext, checked: corroborate.Checked) -> dict[str, Any] | None:
+    """graph_verify: {status: pass|fail|error|unavailable, metrics, duration_s, ...}.
+
+    The metrics, whether the graph wrote the outputs and pypto's CSV verdicts are the harness's
+    own (runtime.evidence.evidence) when it has them; the job's figures only where it has nothing else.
+    """
+    setup = next((e for e in events if e.get("event") == "graph_verify_setup"), None)
+    if setup is None:
+        return None
+    if not setup.get("available"):
+        return {"status": "unavailable", "reason": str(setup.get("reason", "")), "metrics": None}
+    gv = (result_ev or {}).get("graph_verify")
+    gv = dict(gv) if isinstance(gv, dict) else {}
+    if not gv:
+        # "active": graph verify was on when the kernel failed; the runner re-runs plain SIM to tell
+        # a graph-verify failure from a kernel failure.
+        return {"status": "unavailable", "reason": "the kernel did not run to completion", "metrics": None,
+                "active": True}
+    if checked.rechecked:
+        gv["metrics"], gv["output_written"] = checked.graph_metrics, checked.graph_written
+    if checked.pypto_graph is not None:
+        gv["pypto"] = checked.pypto_graph
+    if gv.get("status") != "error":
+        m = gv.get("metrics") or {}
+        ok = within_tolerance(m, ctx.compare, ctx.max_mismatch_ratio) and gv.get("output_written")
+        gv["status"] = "pass" if ok else "fail"
+        if not gv.get("output_written"):
+            gv["reason"] = "the tensor graph never wrote the output: the kernel does not assign its output argument"
+        pypto_result = (gv.get("pypto") or {}).get("result")
+        if pypto_result in ("pass", "fail") and pypto_result != gv["status"]:
+            gv["disagreement"] = f"our compare says {gv['status']}, pypto's verify_result_brief.csv says {pypto_result}"
+    passes = next((e for e in events if e.get("event") == "verify_passes"), None)
+    if passes:
+        gv["passes"] = {k: v for k, v in passes.items() if k != "event"}
+        if checked.pypto_passes is not None and gv["passes"].get("status") in ("pass", "fail", "no_compare"):
+            gv["passes"].update(checked.pypto_passes, status=checked.pypto_passes["result"])
+    return gv
+
+
+def _raised_after_launches(failed: dict[str, Any] | None, launches: list[Launch], structural: str) -> bool:
+    """The test's own code raised after its kernels ran: every launch returned, and the failing frame is the
+    submission's (a check of its own, or a test error; not the kernel, whose launch would carry the error)."""
+    return bool(structural == "error" and failed and launches and not any(l.error for l in launches)
+                and failed.get("file") and is_user_file(str(failed["file"])))
+
+
+# A failing assert's source that compares values (a tolerance, a max |diff|, torch.equal), as opposed to
+# a check of the device, a shape or the environment, which says nothing about the kernel's maths.
+_VALUE_CHECK = re.compile(r"allclose|isclose|assert_close|\bequal\(|abs\(|\.max\(|\bmax\(|diff|golden|expect"
+                          r"|mismatch|\btol\b|rtol|atol")
+
+
+def _compares_values(failure: dict[str, Any]) -> bool:
+    """Whether the assert that failed compares values: its source line, read from the job's traceback."""
+    name = PurePosixPath(str(failure.get("file") or "")).name
+    if not name:
+        return False
+    frame = re.search(rf'File "[^"\n]*{re.escape(name)}", line {int(_number(failure.get("line")))}, in [^\n]*\n([^\n]*)',
+                      str(failure.get("traceback") or ""))
+    return bool(frame and _VALUE_CHECK.search(frame.group(1)))
+
+
+def _script_graph(events: list[dict[str, Any]], script: dict[str, Any], structural: str,
+                  own_failure: dict[str, Any] | None = None, clean_exit_after_launches: bool = False
+                  ) -> dict[str, Any] | None:
+    """Graph verify of a script or test module: its own asserts judged the graph's result (docs/realops.md §4).
+
+    pass: every assert on a graph-written output passed; fail: one failed; no_compare: no assert
+    looked at a kernel's output. Each judged assert keeps the metrics of the SIM garbage it replaced.
+    """
+    setup = next((e for e in events if e.get("event") == "graph_verify_setup"), None)
+    if setup is None:
+        return None
+    if not setup.get("available"):
+        return {"status": "unavailable", "reason": str(setup.get("reason", "")), "metrics": None}
+    judged = [a for a in script["asserts"] if isinstance(a.get("graph"), dict) and a["graph"].get("on_graph_result")]
+    if not judged and own_failure:
+        # The test judged the graph's CPU result with a check the harness cannot read (docs/realops.md §4).
+        where = f"{own_failure.get('type') or 'an exception'} at {own_failure.get('file')}:{own_failure.get('line')}"
+        if own_failure.get("type") == "AssertionError" and _compares_values(own_failure):
+            return {"status": "fail", "metrics": None, "own_check": True,
+                    "reason": f"the test's own assert failed ({where}) on the tensor graph's CPU result"}
+        return {"status": "unavailable", "metrics": None, "own_check": True,
+                "reason": f"the kernels ran; then the test's own code raised {where} with the tensor graph's CPU "
+                          "result in their outputs: a failed check of its own or a test error, the harness cannot "
+                          "tell which"}
+    markers = script.get("markers") or {}
+    if not judged and clean_exit_after_launches and markers.get("precision_fail") and not markers.get("precision_pass"):
+        # Its kernels ran, no exception: the test printed its own fail marker on the graph's CPU result.
+        return {"status": "fail", "metrics": None, "own_check": True,
+                "reason": "the test printed [PRECISION_FAIL] after its kernels ran, on the tensor graph's CPU result"}
+    if not judged and structural == "error":
+        return {"status": "unavailable", "reason": "the script did not run to completion", "metrics": None,
+                "active": True}
+    failed = [a for a in judged if not assert_passed(a.get("metrics") or {})]
+    status = "fail" if failed else ("pass" if judged else "no_compare")
+    worst = _worst_assert(failed or judged)
+    gv: dict[str, Any] = {"status": status, "metrics": worst, "asserts_judged": len(judged),
+                          "asserts_failed": len(failed),
+                          "asserts": [{"index": a.get("index"), "api": a.get("api"),
+                                       "passed": assert_passed(a.get("metrics") or {}),
+                                       "kernel": a["graph"].get("kernel"),
+                                       "sim_garbage": a["graph"].get("sim_garbage")} for a in judged[:50]]}
+    if status == "no_compare":
+        gv["reason"] = "no assert of the script compared a kernel's output"
+    return gv
+
+
+def _named_outputs(result_ev: dict[str, Any] | None, checked: corroborate.Checked) -> list[dict[str, Any]]:
+    """Per-output metrics by name: the names the job gave, the numbers the harness recompared."""
+    claimed = (result_ev or {}).get("outputs")
+    names = [str(o.get("name", ""))[:200] for o in claimed if isinstance(o, dict)] if isinstance(claimed, list) else []
+    return [{"name": names[i] if i < len(names) else f"output{i}", **o} for i, o in enumerate(checked.per_output)]
+
+
+def _timing(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The timing the case asked for (runtime/job/timing.py), or why there is none."""
+    ev = next((e for e in events if e["event"] == "timing"), None)
+    if ev is not None:
+        return {k: v for k, v in ev.items() if k != "event"}
+    failed = next((e for e in events if e["event"] == "stage" and e["name"] == "timing" and e["status"] == "error"),
+                  None)
+    if failed is not None:
+        return {"status": "error", "error": (failed.get("error") or {}).get("message", "")}
+    return None
+
+
+def _worst_assert(asserts: list[dict[str, Any]]) -> dict[str, Any] | None:
+    usable = [a["metrics"] for a in asserts if a.get("metrics") and "error" not in a["metrics"]
+              and isinstance(a["metrics"].get("max_abs_diff"), (int, float, type(None)))]
+    if not usable:
+        return None
+    return max(usable, key=lambda m: (m.get("max_abs_diff") is None, m.get("max_abs_diff") or 0.0))
+
+
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit)): (.+)$", re.M)
+
+
+def _last_exception(text: str) -> tuple[str, str] | None:
+    """(type, message) of the last `SomeError: message` line a traceback printed, else None."""
+    found = _EXCEPTION_LINE.findall(text)
+    if not found:
+        return None
+    kind, message = found[-1]
+    return kind.rsplit(".", 1)[-1], message.strip()
+
+
+_PARSER_ERROR = re.compile(r"^ERROR (\S+\.py):(\d+):\d+:", re.M)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _parser_location(text: str, src_dir: str) -> tuple[str, int]:
+    """The kernel line pypto's jit parser printed its error at (`ERROR path:line:col: ...`), inside the job's files."""
+    found = [m for m in _PARSER_ERROR.finditer(_ANSI.sub("", text)) if m[1].startswith(src_dir.rstrip("/") + "/")]
+    if not found:
+        return "", 0
+    return os.path.relpath(found[-1][1], src_dir), int(found[-1][2])
+

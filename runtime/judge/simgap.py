@@ -1,0 +1,36 @@
+"""SIM gaps: a kernel that pypto compiles but whose SIM run cannot simulate it on this host.
+
+pypto 0.2.0's cost model (the SIM backend) has no pipe for some opcodes the compiler emits, e.g.
+`pypto.gathermask` (GATHER_MASK): the launch fails with
+"ErrCode: F92001,[SIMULATION]: No pipe type corresponding to opcode is found. opcode=GATHER_MASK".
+That is the simulator's limit, not the kernel's defect: nothing is known about the kernel, and only
+an NPU can judge it (docs/realops.md §6). So is a test that calls a torch_npu op the CPU stand-in
+cannot run (`torch_npu.npu_format_cast`, NeedsRealNpu).
+"""
+from __future__ import annotations
+
+import re
+
+_NO_PIPE = re.compile(r"No pipe type corresponding to opcode is found\.\s*opcode=(\w+)")
+# The torch_npu stand-in's refusal (runtime/devices/standin): the test calls a torch_npu op only an NPU can run.
+_NEEDS_NPU = re.compile(r"(torch_npu\.\w+)\(\) needs a real NPU")
+
+
+def detect(texts: str) -> str | None:
+    """What this host's SIM cannot simulate, as one phrase, or None."""
+    found = list(dict.fromkeys(_NO_PIPE.findall(texts)))
+    if found:
+        return f"the SIM cost model of this pypto has no pipe for opcode {', '.join(found)}, which the kernel uses"
+    calls = list(dict.fromkeys(_NEEDS_NPU.findall(texts)))
+    if calls:
+        return f"the test calls {', '.join(c + '()' for c in calls)}, which only a real NPU can run"
+    return None
+
+
+def headline(message: str) -> str:
+    """The line of an error message worth showing first: pypto's generic 'Errcode: FFFFFF!' says nothing,
+    the 'ErrCode: Fxxxxx,[COMPONENT]: ...' line after it names the check."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    if len(lines) > 1 and re.fullmatch(r"Errcode: F{6}!?", lines[0], re.IGNORECASE):
+        return lines[1]
+    return lines[0] if lines else ""

@@ -40,7 +40,7 @@ def executed(tmp: Path, mode: str, kind: str) -> dict[str, set[int]]:
 
 def device_layer_lines() -> set[int]:
     """Lines of runtime/devices/device.py that only an NPU run can execute: the Npu class and load_torch_npu."""
-    tree = ast.parse((REPO / "runtime" / "device.py").read_text())
+    tree = ast.parse((REPO / "runtime" / "devices" / "device.py").read_text())
     lines: set[int] = set()
     for node in tree.body:
         if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and node.name in ("Npu", "load_torch_npu"):
@@ -60,14 +60,14 @@ def test_npu_runs_execute_no_harness_line_that_sim_runs_do_not(tmp_path: Path) -
                 for f in ("runtime/job/child.py", "runtime/devices/device.py")}
     assert npu_only["runtime/devices/device.py"] and npu_only["runtime/devices/device.py"] <= device_layer_lines()
     # In the harness itself, the NPU's only lines of its own say that graph verify is SIM's.
-    child_lines = (REPO / "runtime" / "child.py").read_text().splitlines()
+    child_lines = (REPO / "runtime" / "job" / "child.py").read_text().splitlines()
     assert {n: child_lines[n - 1].strip() for n in sorted(npu_only["runtime/job/child.py"])} == \
         {n: child_lines[n - 1].strip() for n in graph_verify_refusal()}
 
 
 def graph_verify_refusal() -> set[int]:
     """The body of `if req["mode"] != "sim":` in child._install_graph_verify."""
-    tree = ast.parse((REPO / "runtime" / "child.py").read_text())
+    tree = ast.parse((REPO / "runtime" / "job" / "child.py").read_text())
     func = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_install_graph_verify")
     branch = next(n for n in ast.walk(func) if isinstance(n, ast.If) and "mode" in ast.unparse(n.test))
     return {line for stmt in branch.body for line in range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1)}

@@ -27,7 +27,7 @@ import httpx2 as httpx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from server.commands.submit import bundle  # noqa: E402
+from client.submit import bundle  # noqa: E402
 
 PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 PG_DB = "crosscheck_bench_latency"

@@ -1,7 +1,8 @@
 """The `crosscheck` command: one entry point for the runtime, the service and the client.
 
-Subcommands live in server/commands/<name>.py, each with `register(subparsers)` that adds its
-parser and sets `func` (a callable taking the parsed args and returning an exit code). They are
+Subcommands live in runtime/cli/cli.py (run, calculator), server/commands/<name>.py (the
+service's) and client/<name>.py (the client's: submit, ci, upload); each of the last two has
+`register(subparsers)` that adds its parser and sets `func` (a callable taking the parsed args and returning an exit code). They are
 imported lazily so `crosscheck run` never loads the web or database stack.
 """
 from __future__ import annotations
@@ -12,16 +13,16 @@ import sys
 
 from runtime.cli import cli_help
 
-# (command, module): runtime commands first, then the service's.
+# (command, module): runtime commands first, then the service's and the client's (docs/architecture.md).
 COMMANDS = (
     ("run", "runtime.cli.cli"),
     ("calculator", "runtime.cli.cli"),
     ("up", "server.commands.up"),
     ("api", "server.commands.api"),
     ("worker", "server.commands.worker"),
-    ("submit", "server.commands.submit"),
-    ("ci", "server.commands.ci"),
-    ("upload", "server.commands.upload"),
+    ("submit", "client.submit"),
+    ("ci", "client.ci"),
+    ("upload", "client.upload"),
     ("db", "server.commands.db"),
     ("token", "server.commands.token"),
 )

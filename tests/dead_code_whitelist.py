@@ -9,7 +9,7 @@ _ = object()
 # Read by a library we hand the object to.
 _.cfg_cmd_ext  # pypto's CMake context (runtime/evidence/calculator.py)
 _.build_job_num  # pypto's CMake context (runtime/evidence/calculator.py)
-_.compress_type  # zipfile.ZipInfo (runtime/intake/discover.py, server/commands/submit.py)
+_.compress_type  # zipfile.ZipInfo (runtime/intake/discover.py, client/submit.py)
 _.polling_interval  # kombu transport options (server/queue.py, worker/app.py)
 _.openapi  # FastAPI calls app.openapi() (server/main.py)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import grimp
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ("runtime", "jobqueue", "worker", "server", "web")
+PACKAGES = ("runtime", "client", "jobqueue", "worker", "server", "web")
 
 
 def circles(graph: grimp.ImportGraph) -> list[list[str]]:

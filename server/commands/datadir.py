@@ -6,25 +6,11 @@ import json
 import os
 from pathlib import Path
 
-from server.config import DEFAULT_DATA_DIR
+# Where the data dir is and how its tokens are read: shared with the client (client/tokens.py).
+from client.tokens import TOKENS_FILE, data_dir_from_env, read_tokens  # noqa: F401
 
-TOKENS_FILE = "tokens.json"
 PRIVATE_UMASK = 0o077  # what the service writes in its data dir: readable by its own user only
 DATA_FILES = ("crosscheck.db", "broker.db")
-
-
-def data_dir_from_env(env: dict[str, str] | os._Environ[str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    return Path(env.get("DATA_DIR") or env.get("data_dir") or DEFAULT_DATA_DIR)
-
-
-def read_tokens(data_dir: Path) -> dict[str, str]:
-    """The secrets `crosscheck up` stored ({"admin": ..., "worker": ...}); {} when there are none."""
-    try:
-        data = json.loads((Path(data_dir) / TOKENS_FILE).read_text())
-    except (OSError, ValueError):
-        return {}
-    return {k: v for k, v in data.items() if isinstance(v, str)} if isinstance(data, dict) else {}
 
 
 def write_tokens(data_dir: Path, tokens: dict[str, str]) -> Path:

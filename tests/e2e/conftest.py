@@ -177,7 +177,7 @@ class Stack:
         return r.json()
 
     def submit(self, example: str, modes: tuple[str, ...] = ("sim",)) -> list[dict[str, Any]]:
-        from server.commands.submit import bundle
+        from client.submit import bundle
 
         filename, data = bundle(EXAMPLES / example)
         accepted = self.post("/submissions", data={"modes": list(modes)}, files={"file": (filename, data)},

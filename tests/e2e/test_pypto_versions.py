@@ -15,7 +15,7 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 
-from server.commands.submit import bundle
+from client.submit import bundle
 from tests.conftest import EXAMPLES
 from tests.e2e.conftest import Stack
 

@@ -29,7 +29,7 @@ def _count(db: Path, table: str) -> int:
 
 
 def test_the_api_killed_during_an_upload_leaves_no_partial_rows(fault_stack: Stack) -> None:
-    from server.commands.submit import bundle
+    from client.submit import bundle
     from tests.conftest import EXAMPLES
 
     filename, data = bundle(EXAMPLES / "relu")

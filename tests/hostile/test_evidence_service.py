@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from server.commands.submit import bundle
+from client.submit import bundle
 from tests.e2e.conftest import Stack, sqlite_env  # noqa: F401  (the fixture, used by name below)
 from tests.hostile.evidence_kit import NORMAL, package, secret_file
 

@@ -6,7 +6,7 @@ import zipfile
 import pytest
 
 from runtime.intake import submission
-from server.commands.submit import Unusable, bundle
+from client.submit import Unusable, bundle
 from tests.conftest import EXAMPLES
 
 GYM = EXAMPLES / "gym-checkout"

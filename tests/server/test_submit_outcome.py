@@ -6,7 +6,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from server.commands.submit import Server, _job_outcome, _state, unserved
+from client.submit import Server, _job_outcome, _state, unserved
 from server.migrate import upgrade
 from server.models.base import utcnow
 from server.services import tokens, workers

@@ -32,7 +32,7 @@ class Api:
 
     def submit(self, example: str, modes: tuple[str, ...] = ("sim",),
                cases: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-        from server.commands.submit import bundle
+        from client.submit import bundle
 
         filename, data = bundle(EXAMPLES / example)
         form = {"modes": list(modes), "cases": list(cases)}

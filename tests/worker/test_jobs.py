@@ -103,7 +103,7 @@ class CancelOnceRunning(ApiClient):
 @pytest.mark.slow
 def test_cancel_kills_the_running_case(api: Api, make_context: Any, tmp_path: Path) -> None:
     # The case would spin until its 120 s timeout; the cancel must kill it, and the job end cancelled.
-    from server.commands.submit import bundle
+    from client.submit import bundle
 
     filename, data = bundle(_spinning_package(tmp_path / "spin"))
     r = api.client.post("/api/v1/submissions", data={"modes": ["sim"]}, files={"file": (filename, data)})

@@ -14,7 +14,8 @@ import pytest
 
 from jobqueue import worker_queues
 from runtime.devices.pypto_api import installed_version
-from server.commands import datadir, submit
+from client import submit
+from server.commands import datadir
 from server.commands.worker import celery_command
 from worker.config import WorkerSettings
 from tests.conftest import EXAMPLES, REPO

@@ -20,8 +20,8 @@ from rich.padding import Padding
 
 from runtime.modes import MODES
 from runtime.devices.pypto_api import version_argument
-from server.commands.api_client import Api, Forbidden, Refused, Unreachable
-from server.commands.submit import NO_WORKER_FOR_VERSION
+from client.api_client import Api, Forbidden, Refused, Unreachable
+from client.submit import NO_WORKER_FOR_VERSION
 
 EXIT_OK, EXIT_FAIL, EXIT_UNUSABLE, EXIT_INFRA = 0, 1, 2, 3
 DEFAULT_SERVER = "http://127.0.0.1:8000"
@@ -78,9 +78,9 @@ def token_of(explicit: str | None) -> str | None:
     """--token, else $CROSSCHECK_TOKEN, else the admin token `crosscheck up` saved in $DATA_DIR."""
     if explicit or os.environ.get("CROSSCHECK_TOKEN"):
         return explicit or os.environ.get("CROSSCHECK_TOKEN")
-    from server.commands import datadir  # loads the server's settings: only when needed
+    from client import tokens
 
-    return datadir.read_tokens(datadir.data_dir_from_env()).get("admin")
+    return tokens.read_tokens(tokens.data_dir_from_env()).get("admin")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,7 +105,7 @@ class Submitted:
 def _run(args: argparse.Namespace, err: Console) -> int:
     from runtime.intake.discover import discover
     from runtime.errors import SubmissionError
-    from server.commands.junit_out import Broken
+    from client.junit_out import Broken
 
     labels = labels_of(args.label)
     modes = list(dict.fromkeys(args.mode or ["sim"]))
@@ -137,7 +137,7 @@ def _run(args: argparse.Namespace, err: Console) -> int:
             final = _wait(api, suite_run["id"], err, args.timeout)
         except _TimedOut as late:
             if args.junit:  # what is known so far: pending cases are errors
-                from server.commands import junit_out
+                from client import junit_out
 
                 junit_out.write(args.junit, junit_out.build(args.suite, late.run["url"],
                                                             _results(api, late.run["id"]), broken))
@@ -185,7 +185,7 @@ def _submit_all(api: Api, checkout: Path, run_id: int, ops: list[Any], modes: li
     """Upload the operators a few at a time (the server checks and links each one), reporting in order."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from server.commands.junit_out import Broken
+    from client.junit_out import Broken
 
     out = Submitted()
     with ThreadPoolExecutor(max_workers=SUBMIT_AT_ONCE) as pool:
@@ -259,7 +259,7 @@ def _results(api: Api, run_id: int) -> list[dict[str, Any]]:
 
 
 def _finish(api: Api, args: argparse.Namespace, final: dict[str, Any], broken: list[Any], err: Console) -> int:
-    from server.commands import junit_out
+    from client import junit_out
 
     results = _results(api, final["id"])
     cmp = api.json("GET", f"/suite-runs/{final['id']}/compare")

@@ -24,7 +24,7 @@ from runtime.intake import archive
 from runtime import exit_codes
 from runtime.modes import MODES
 from runtime.devices.pypto_api import version_argument
-from server.commands import datadir
+from client import tokens
 
 DEFAULT_SERVER = "http://127.0.0.1:8000"
 UPLOAD_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".py")
@@ -128,7 +128,7 @@ def zip_folder(folder: Path) -> bytes:
 
 
 def resolve_token(explicit: str | None) -> str | None:
-    return explicit or os.environ.get("CROSSCHECK_TOKEN") or datadir.read_tokens(datadir.data_dir_from_env()).get("admin")
+    return explicit or os.environ.get("CROSSCHECK_TOKEN") or tokens.read_tokens(tokens.data_dir_from_env()).get("admin")
 
 
 @dataclass

@@ -16,8 +16,8 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from server.commands.api_client import Api, Refused, Unreachable
-from server.commands.ci import (
+from client.api_client import Api, Refused, Unreachable
+from client.ci import (
     DEFAULT_SERVER,
     EXIT_INFRA,
     EXIT_OK,

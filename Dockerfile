@@ -24,6 +24,7 @@ RUN apt-get update \
 WORKDIR /opt/crosscheck
 COPY pyproject.toml README.md ./
 COPY runtime ./runtime
+COPY client ./client
 COPY jobqueue ./jobqueue
 COPY server ./server
 COPY worker ./worker

@@ -34,14 +34,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def celery_command(queues: list[str], concurrency: int = 1, name: str | None = None,
-                   loglevel: str = "INFO") -> list[str]:
+                   loglevel: str = "INFO", quiet: bool = False) -> list[str]:
     """The worker's command line. Gossip, mingle and the event heartbeat are broadcast features the
-    embedded SQLite broker does not serve; the worker posts its own heartbeat to the API instead."""
+    embedded SQLite broker does not serve; the worker posts its own heartbeat to the API instead.
+    `quiet` drops Celery's start-up banner (`crosscheck up` without --verbose)."""
     modes = dict.fromkeys(q.partition("@")[0] for q in queues)  # versioned queues: "sim@0.2.0"
     node = name or f"{'+'.join(modes)}@%h"
     if "@" not in node:
         node += "@%h"
-    return [sys.executable, "-m", "celery", "-A", "worker.app", "worker", "--loglevel", loglevel,
+    return [sys.executable, "-m", "celery", "-A", "worker.app", *(["--quiet"] if quiet else []), "worker",
+            "--loglevel", loglevel,
             "-Q", ",".join(queues), "--concurrency", str(concurrency), "--hostname", node, "--pool", "prefork",
             "--without-gossip", "--without-mingle", "--without-heartbeat"]
 

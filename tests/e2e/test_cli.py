@@ -194,6 +194,39 @@ def test_submit_a_kernel_for_a_newer_pypto_exits_2_with_version_skew(up: Up) -> 
     assert "version_skew" in done.stdout and "pypto.PrecisionType" in done.stdout
 
 
+CONSOLE_NOISE = ("[tasks]", "celery@", "SecurityWarning", "superuser", "HTTP Request", "HTTP/1.1", "INFO",
+                 "Connected to", "ready.", "Traceback")
+
+
+def test_the_console_shows_one_line_per_job_and_nothing_while_it_runs(up: Up) -> None:
+    """Without --verbose: the URL, the token's place, then one line per finished job; no Celery banner,
+    no superuser warning, no request or heartbeat lines (server/commands/job_feed.py)."""
+    import uuid
+
+    admin = json.loads((up.data_dir / "tokens.json").read_text())["admin"]
+    http = httpx.Client(base_url=up.url + "/api/v1", headers={"Authorization": f"Bearer {admin}"}, timeout=30)
+    before = up.log.read_text()
+    # A job that outlasts a worker heartbeat (every 10 s) and several job heartbeats.
+    script = b"import time\ntime.sleep(15)\nprint('slept')\n"
+    accepted = http.post("/submissions", data={"modes": ["sim"]}, files={"file": ("sleeper.py", script)},
+                         headers={"Idempotency-Key": uuid.uuid4().hex}).json()
+    job_id = accepted["jobs"][0]["id"]
+    Stack.wait(lambda: http.get(f"/jobs/{job_id}").json()["status"] == "running", 120, "the job to run", up.log)
+    Stack.wait(lambda: http.get(f"/jobs/{job_id}").json()["status"] not in ("queued", "running"), JOB_DEADLINE_S,
+               "the job to finish", up.log)
+    line = f"job {job_id} sleeper (sim): not_run  {up.url}/jobs/{job_id}"
+    Stack.wait(lambda: line in up.log.read_text(), 30, f"the console line {line!r}", up.log)
+    log = up.log.read_text()
+    assert log[len(before):] == line + "\n", log[len(before):]  # nothing else while it ran
+    for noise in CONSOLE_NOISE:
+        assert noise not in log, (noise, log)
+    finished = [j for j in http.get("/jobs").json()["items"] if j["timings"]["finished_at"]]
+    http.close()
+    for job in finished:  # each job of this module's tests, once
+        assert log.count(f"job {job['id']} {job['operator']} ({job['mode']}): ") == 1, (job["id"], log)
+    assert log.index("PTO Crosscheck is up at") < log.index(f"job {finished[-1]['id']} ")
+
+
 # Last: it stops the module's `up`.
 def test_up_stops_cleanly_on_ctrl_c(up: Up) -> None:
     tree = descendants(up.proc.pid)

@@ -4,7 +4,7 @@ A worker SIGKILLed or OOM-killed mid-job cannot remove its job dir, nor its warm
 Each such dir is therefore locked (flock) by the process that made it, for as long as it lives; the
 kernel drops the lock when that process dies, however it dies. A starting worker or warm parent
 sweeps the temp dir: a dir carrying our owner mark whose lock it can take has no live owner and
-goes. Age never decides, and dirs of other users or without the mark are left alone (docs/scratch.md).
+goes. Age never decides, and dirs of other users or without the mark are left alone (docs/service.md §4).
 """
 from __future__ import annotations
 

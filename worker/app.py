@@ -69,7 +69,7 @@ def create_app(settings: WorkerSettings | None = None) -> Celery:
 
 
 # The worker runs as root on purpose: each case's leader needs it to build the sandbox, and the job
-# itself drops to an unprivileged uid of its own (docs/SECURITY.md, "Running as root"). Celery's
+# itself drops to an unprivileged uid of its own (docs/service.md §2). Celery's
 # advice to pass --uid would break the sandbox, so its warning is only noise the user cannot act on.
 warnings.filterwarnings("ignore", category=SecurityWarning, message="You're running the worker with superuser")
 app = create_app()

@@ -137,7 +137,7 @@ def test_up_keeps_its_data_private(up: Up) -> None:
     assert not loose
     admin = json.loads((up.data_dir / "tokens.json").read_text())["admin"]
     log = up.log.read_text()
-    assert admin not in log and "not printed because stdout is not a terminal" in log
+    assert admin not in log and "not printed: stdout is not a terminal" in log
 
 
 def _celery_main(up: Up) -> int:
@@ -235,3 +235,35 @@ def test_up_stops_cleanly_on_ctrl_c(up: Up) -> None:
     assert up.proc.wait(timeout=120) == 0, up.log.read_text()[-3000:]
     Stack.wait(lambda: not [p for p in tree if alive(p)], 30, f"the children {tree} of crosscheck up to exit")
     assert "crosscheck up: stopped" in up.log.read_text()
+
+
+def test_up_verbose_brings_the_service_logs_back(tmp_path: Path, calculator_cache: Path) -> None:
+    """--verbose: Celery's banner, the worker's INFO events and uvicorn's request lines; still no root warning."""
+    log = tmp_path / "up-verbose.log"
+    port = free_port()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "server.cli", "up", "--verbose", "--port", str(port),
+                                 "--data-dir", str(tmp_path / "data")], env=clean_env(CACHE_DIR=str(calculator_cache)),
+                                cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    tree: list[int] = []
+    try:
+        def detailed() -> bool:
+            if proc.poll() is not None:
+                raise AssertionError(f"crosscheck up --verbose exited: {log.read_text()[-3000:]}")
+            tree[:] = descendants(proc.pid)
+            text = log.read_text()
+            return "worker.ready name=sim-local@" in text and '"GET /readyz HTTP/1.1" 200' in text
+
+        Stack.wait(detailed, START_DEADLINE_S, "the verbose worker and API logs", log)
+        text = log.read_text()
+        assert "[tasks]" in text and "jobs.run" in text, text  # Celery's banner
+        assert "superuser" not in text and "SecurityWarning" not in text, text
+        assert "Finished jobs are listed below." in text
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            kill_all([proc.pid, *tree])
+            proc.wait()

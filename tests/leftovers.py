@@ -42,6 +42,7 @@ def finish(session: pytest.Session) -> None:
     message = (f"the test run left {len(left)} crosscheck dir(s) in its temp dir (runtime/scratch.py): "
                + ", ".join(left[:10]) + (" ..." if len(left) > 10 else ""))
     if reporter is not None:
+        reporter.ensure_newline()
         reporter.write_sep("=", message, red=True)
     else:  # pragma: no cover - without the terminal reporter (-p no:terminal)
         print(message)

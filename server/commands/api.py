@@ -24,12 +24,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     locate.use_data_dir(args)
+    os.umask(0o077)  # the database, bundles and reports: readable by the service's uid only
     try:
         locate.open_database(get_settings())
     except locate.ServiceDataMissing as exc:
         print(locate.explain("api", exc), file=sys.stderr)
         return 1
-    os.umask(0o077)  # the database, bundles and reports: readable by the service's uid only
     import uvicorn
 
     logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT)

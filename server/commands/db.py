@@ -9,7 +9,7 @@ import sys
 from sqlalchemy.exc import DBAPIError
 
 from server import db, migrate
-from server.commands import locate
+from server.commands import datadir, locate
 from server.config import Settings, get_settings
 from server.services import retention
 
@@ -88,12 +88,15 @@ def _check(args: argparse.Namespace, settings: Settings) -> None:
                                             "--data-dir ./crosscheck-data") from None
         if args.db_action != "upgrade":
             raise
-        settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        target = locate.sqlite_file(settings.resolved_database_url)
+        if settings.database_url and target is not None:  # a SQLite DATABASE_URL of the admin's choosing
+            target.parent.mkdir(parents=True, exist_ok=True)
+        else:
+            datadir.make_private(settings.data_dir)  # 0700, and the database files 0600, as `crosscheck up` does
     try:
         migrate.current_revision(db.get_engine())
     except DBAPIError as exc:
-        raise locate.ServiceDataMissing(f"cannot open the database {_safe(settings.resolved_database_url)}: "
-                                        f"{exc.orig}\n{locate.WHAT_TO_DO}") from None
+        raise locate.unreachable(settings, exc) from None
 
 
 _safe = locate.safe_url

@@ -79,8 +79,15 @@ def open_database(settings: Settings) -> None:
     except migrate.SchemaOutdated as exc:
         raise ServiceDataMissing(str(exc)) from None
     except DBAPIError as exc:
-        advice = "Check that DATABASE_URL is right and its server is running." if settings.database_url else WHAT_TO_DO
-        raise ServiceDataMissing(f"cannot open the database {safe_url(url)}: {exc.orig}\n{advice}") from None
+        raise unreachable(settings, exc) from None
+
+
+def unreachable(settings: Settings, exc: Exception) -> ServiceDataMissing:
+    """The database is there but does not answer (a server down, a file it cannot read)."""
+    advice = "Check that DATABASE_URL is right and its server is running." if settings.database_url else WHAT_TO_DO
+    reason = getattr(exc, "orig", None) or exc
+    return ServiceDataMissing(f"cannot open the database {safe_url(settings.resolved_database_url)}: {reason}\n"
+                              f"{advice}")
 
 
 def safe_url(url: str) -> str:

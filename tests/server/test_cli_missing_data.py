@@ -68,7 +68,8 @@ def test_data_dir_made_on_purpose_then_used_from_anywhere(tmp_path: Path) -> Non
     elsewhere.mkdir()
     done = crosscheck(elsewhere, "db", "upgrade", "--data-dir", str(data))
     assert done.returncode == 0 and (data / "crosscheck.db").is_file(), done.stderr
-    assert oct(os.stat(data).st_mode & 0o777) == "0o700"
+    assert oct(os.stat(data).st_mode & 0o777) == "0o700"  # private, as `crosscheck up` makes it
+    assert oct(os.stat(data / "crosscheck.db").st_mode & 0o777) == "0o600"
     done = crosscheck(elsewhere, "token", "create", "ci", "--scope", "read", "--data-dir", str(data))
     assert done.returncode == 0 and done.stdout.splitlines()[1].startswith("cc_"), done.stderr
     done = crosscheck(elsewhere, "token", "list", DATA_DIR=str(data))

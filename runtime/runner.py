@@ -4,8 +4,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from collections.abc import Callable, Iterator
@@ -27,6 +25,7 @@ from runtime.lint import GOLDEN_FALLBACK, VERSION_SKEW_RULES, lint_files
 from runtime.judge.outcome import JobContext, build
 from runtime.report import CaseResult, Diagnosis, ErrorInfo, LintFinding, Report, Stage, Submission
 from runtime.fence.sandbox import Limits
+from runtime.fence.scratch import RUN_PREFIX, OwnedDir
 from runtime.warm import WarmParent
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -96,13 +95,17 @@ def run_submission(path: Path, options: RunOptions, warm: WarmParent | None = No
         work.chmod(0o755)
         return _run_in(work, path, options, warm, on_case, npu, start, loaded)
     # Our own temp work dir goes on every way out (a few runs left gigabytes behind), unless kept.
-    work = Path(tempfile.mkdtemp(prefix="crosscheck-run-"))
+    # It is locked by this process, so a run killed mid-way leaves it for the next one to sweep (runtime/fence/scratch.py).
+    owned = OwnedDir(RUN_PREFIX)
+    work = owned.path
     work.chmod(0o755)
     try:
         return _run_in(work, path, options, warm, on_case, npu, start, loaded)
     finally:
-        if not options.keep_work:
-            shutil.rmtree(work, ignore_errors=True)
+        if options.keep_work:
+            owned.disown()
+        else:
+            owned.cleanup()
 
 
 def _run_in(work: Path, path: Path, options: RunOptions, warm: WarmParent | None, on_case: CaseCallback | None,

@@ -7,8 +7,18 @@ from typing import NoReturn
 
 import pytest
 
+from tests import leftovers
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    leftovers.start(config)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    leftovers.finish(session)
 
 
 def missing_service(reason: str, module_level: bool = False) -> NoReturn:

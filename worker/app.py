@@ -7,7 +7,10 @@ server re-enqueues stale jobs. The settings below only make redelivery as good a
 """
 from __future__ import annotations
 
+import warnings
+
 from celery import Celery
+from celery.exceptions import SecurityWarning
 from kombu import Queue
 
 from jobqueue import QUEUES, SQLA_PREFIX, TASK_RUN_JOB, configure_sqlite_transport, worker_queues
@@ -65,6 +68,10 @@ def create_app(settings: WorkerSettings | None = None) -> Celery:
     return app
 
 
+# The worker runs as root on purpose: each case's leader needs it to build the sandbox, and the job
+# itself drops to an unprivileged uid of its own (docs/service.md §2). Celery's
+# advice to pass --uid would break the sandbox, so its warning is only noise the user cannot act on.
+warnings.filterwarnings("ignore", category=SecurityWarning, message="You're running the worker with superuser")
 app = create_app()
 
 from worker import lifecycle  # noqa: E402,F401  (connects the worker's signal handlers)

@@ -10,7 +10,6 @@ import dataclasses
 import io
 import logging
 import tarfile
-import tempfile
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from runtime.evidence import artifacts
 from runtime.errors import NO_NPU_MESSAGE, HostError, SubmissionError
 from runtime.devices.host import npu_status
 from runtime.report import CaseResult, Report
+from runtime.fence.scratch import JOB_PREFIX, OwnedDir
 from runtime.runner import RunOptions, run_submission
 from runtime.warm import WarmParentError
 from worker.card_health import CardLedger
@@ -83,7 +83,8 @@ def run_job(ctx: WorkerContext, job_id: int, attempt: int,
         return SKIPPED
     log.info("job.claimed job_id=%s attempt=%s mode=%s worker=%s", job_id, attempt, job["mode"], ctx.name)
     ctx.warm(job["mode"]).clear_cancel()
-    with tempfile.TemporaryDirectory(prefix=f"crosscheck-job{job_id}-") as tmp, \
+    # Owned (locked) by this process: if it is killed mid-job, the next worker removes it (runtime/fence/scratch.py).
+    with OwnedDir(f"{JOB_PREFIX}{job_id}-") as tmp, \
             JobHeartbeat(ctx.api, job_id, attempt, ctx.heartbeat_s,
                          on_cancel=ctx.warm(job["mode"]).cancel_running) as beat:
         Path(tmp).chmod(0o755)  # the sandboxed job uid must traverse into its job dirs

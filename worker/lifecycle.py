@@ -19,6 +19,7 @@ from celery import signals
 
 from jobqueue import parse_queue
 from runtime.devices.npu_probe import NpuHost
+from runtime.fence.scratch import sweep_dead
 from worker.capabilities import CalculatorBuild, capabilities, check_queues, check_versions, probe_npu
 from worker.card_health import CardLedger
 from worker.card_pool import CardPool
@@ -99,6 +100,7 @@ def _on_celeryd_init(sender: str, options: dict[str, Any] | None = None, **_: An
     main = _main_process
     main.queues = _queues((options or {}).get("queues"))
     main.hostname = sender
+    sweep_dead()  # job and warm dirs of workers killed mid-job on this host (runtime/fence/scratch.py)
     modes = [parse_queue(q)[0] for q in main.queues]
     check_versions(main.queues)  # raises WrongPypto (a SystemExit) for a queue of another pypto
     main.npu = probe_npu(modes, get_settings().allowed_npu_devices)

@@ -4,17 +4,16 @@ from __future__ import annotations
 import json
 import os
 import select
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 from importlib import util as importlib_util
 from pathlib import Path
 from typing import Any, Iterator
 
 from runtime.fence.jobenv import write_sim_config
+from runtime.fence.scratch import WARM_PREFIX, OwnedDir, sweep_dead
 
 READY_TIMEOUT_S = 180.0
 # What the warm parent may inherit from its starter, by name or prefix; nothing else.
@@ -54,8 +53,8 @@ class WarmParent:
 
     def __init__(self, mode: str = "sim", scratch: Path | None = None):
         self.mode = mode
-        self._own_scratch = scratch is None
-        self.scratch = Path(scratch) if scratch else Path(tempfile.mkdtemp(prefix="crosscheck-warm-"))
+        self._owned = None if scratch else OwnedDir(WARM_PREFIX)  # swept if we die (runtime/fence/scratch.py)
+        self.scratch = self._owned.path if self._owned else Path(scratch or ".")
         self.scratch.chmod(0o755)
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
@@ -76,6 +75,7 @@ class WarmParent:
     def start(self) -> dict[str, Any]:
         if self.proc is not None:
             return self.info
+        sweep_dead()  # job and warm dirs of predecessors that were killed: nobody else removes them
         write_sim_config(_pypto_lib_dir(), self.config_path)
         for sub in ("home", "logs", "output"):
             (self.scratch / sub).mkdir(exist_ok=True)
@@ -197,8 +197,8 @@ class WarmParent:
                 self.proc.kill()
                 self.proc.wait()
             self.proc = None
-        if self._own_scratch:
-            shutil.rmtree(self.scratch, ignore_errors=True)
+        if self._owned is not None:
+            self._owned.cleanup()
 
     def __enter__(self) -> "WarmParent":
         self.start()

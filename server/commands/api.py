@@ -6,7 +6,7 @@ import logging
 import os
 import sys
 
-from server import db, migrate
+from server.commands import locate
 from server.config import get_settings
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
@@ -18,18 +18,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--port", type=int, default=8000, help="port the API listens on")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
                         help="how much the API logs")
+    locate.add_data_dir_argument(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    locate.use_data_dir(args)
     os.umask(0o077)  # the database, bundles and reports: readable by the service's uid only
-    settings = get_settings()
-    if settings.is_sqlite:
-        settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
-        migrate.check_schema(db.get_engine(), settings.resolved_database_url)
-    except migrate.SchemaOutdated as exc:
-        print(f"crosscheck api: {exc}", file=sys.stderr)
+        locate.open_database(get_settings())
+    except locate.ServiceDataMissing as exc:
+        print(locate.explain("api", exc), file=sys.stderr)
         return 1
     import uvicorn
 

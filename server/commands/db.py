@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
+from sqlalchemy.exc import DBAPIError
+
 from server import db, migrate
-from server.config import get_settings
+from server.commands import datadir, locate
+from server.config import Settings, get_settings
 from server.services import retention
 
 
@@ -23,6 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                          help="keep every result this many days (default: the retention_days setting)")
     compact.add_argument("--batch", type=_at_least_one, default=retention.BATCH, help="results per transaction")
     compact.add_argument("--dry-run", action="store_true", help="count what would go, change nothing")
+    for action in actions.choices.values():
+        locate.add_data_dir_argument(action)
     parser.set_defaults(func=run)
 
 
@@ -37,17 +43,16 @@ def _at_least_one(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    locate.use_data_dir(args)
     settings = get_settings()
     url = settings.resolved_database_url
-    if settings.is_sqlite:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)  # the default SQLite file lives there
+    try:
+        _check(args, settings)
+    except locate.ServiceDataMissing as exc:
+        print(locate.explain(f"db {args.db_action}", exc), file=sys.stderr)
+        return 2
     engine = db.get_engine()
     if args.db_action == "compact":
-        try:
-            migrate.check_schema(engine, url)
-        except migrate.SchemaOutdated as exc:
-            print(f"crosscheck db compact: {exc}", file=sys.stderr)
-            return 2
         days = args.days or settings.retention_days
         done = retention.compact(db.get_sessionmaker(), days, batch=args.batch, dry_run=args.dry_run)
         print(("dry run, nothing changed: " if args.dry_run else "") + done.summary())
@@ -67,7 +72,31 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _safe(url: str) -> str:
-    from sqlalchemy.engine import make_url
+def _check(args: argparse.Namespace, settings: Settings) -> None:
+    """compact needs this code's schema; current and downgrade an existing database. upgrade creates
+    the SQLite database, but only in a data dir named on purpose (--data-dir or DATA_DIR): one made
+    by mistake in whatever directory the command ran would look like an empty service."""
+    if args.db_action == "compact":
+        locate.open_database(settings)
+        return
+    try:
+        locate.check_database_exists(settings)
+    except locate.ServiceDataMissing:
+        named = bool(settings.database_url or os.environ.get("DATA_DIR") or os.environ.get("data_dir"))
+        if args.db_action == "upgrade" and not named:
+            raise locate.ServiceDataMissing(f"{sys.exc_info()[1]}\nTo make a new database here: crosscheck db upgrade "
+                                            "--data-dir ./crosscheck-data") from None
+        if args.db_action != "upgrade":
+            raise
+        target = locate.sqlite_file(settings.resolved_database_url)
+        if settings.database_url and target is not None:  # a SQLite DATABASE_URL of the admin's choosing
+            target.parent.mkdir(parents=True, exist_ok=True)
+        else:
+            datadir.make_private(settings.data_dir)  # 0700, and the database files 0600, as `crosscheck up` does
+    try:
+        migrate.current_revision(db.get_engine())
+    except DBAPIError as exc:
+        raise locate.unreachable(settings, exc) from None
 
-    return make_url(url).render_as_string(hide_password=True)
+
+_safe = locate.safe_url

@@ -5,6 +5,8 @@ import argparse
 import sys
 
 from server import db
+from server.commands import locate
+from server.config import get_settings
 from server.errors import DomainError
 from server.models.token import SCOPES
 from server.services import tokens
@@ -17,13 +19,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     create.add_argument("name", help="who or what uses it, e.g. ci-nightly or worker-npu-1")
     create.add_argument("--scope", action="append", choices=SCOPES, required=True,
                         help="repeatable: read, submit (implies read), worker, admin (implies all)")
-    actions.add_parser("list", help="list tokens (never their secrets)")
+    listing = actions.add_parser("list", help="list tokens (never their secrets)")
     revoke = actions.add_parser("revoke", help="revoke a token by id")
     revoke.add_argument("id", type=int, help="the token's number, as `crosscheck token list` shows it")
+    for action in (create, listing, revoke):
+        locate.add_data_dir_argument(action)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    locate.use_data_dir(args)
+    try:
+        locate.open_database(get_settings())
+    except locate.ServiceDataMissing as exc:
+        print(locate.explain("token", exc), file=sys.stderr)
+        return 2
     try:
         with db.session_scope() as session:
             if args.token_action == "create":

@@ -19,6 +19,7 @@ from typing import Any
 import httpx2 as httpx
 
 from server.commands import child_processes, datadir
+from server.commands.job_feed import JobFeed
 
 READY_TIMEOUT_S = 120.0
 READY_PATH = "/readyz"
@@ -27,6 +28,7 @@ WORKER_SCOPES = ["worker"]
 POLL_S = 0.5
 BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)  # between worker restarts; the last one repeats
 STABLE_S = 120.0  # a worker that ran this long before dying starts the backoff over
+FEED_S = 2.0  # how often the console looks for finished jobs
 
 
 @dataclass
@@ -72,6 +74,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--data-dir", type=Path, default=None,
                    help="database, broker, blobs and tokens.json (default: $DATA_DIR or ./crosscheck-data)")
     p.add_argument("--concurrency", type=int, default=1, help="jobs the SIM worker runs at a time")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also show the API's and the worker's own logs (requests, Celery, job events)")
     p.set_defaults(func=run)
 
 
@@ -108,8 +112,8 @@ def ensure_tokens(data_dir: Path) -> dict[str, str]:
 
 def _describe(settings: Any) -> str:
     database = "SQLite" if settings.is_sqlite else settings.resolved_database_url.split(":", 1)[0]
-    broker = settings.broker_url.split(":", 1)[0] if settings.broker_url else "the embedded SQLite broker"
-    return f"database: {database}, broker: {broker}"
+    broker = settings.broker_url.split(":", 1)[0] if settings.broker_url else "the embedded SQLite"
+    return f"{database} database, {broker} broker"
 
 
 def _ready(url: str) -> bool:
@@ -119,17 +123,18 @@ def _ready(url: str) -> bool:
         return False
 
 
-def _api_command(host: str, port: int) -> list[str]:
+def _api_command(host: str, port: int, verbose: bool = False) -> list[str]:
+    """uvicorn; without --verbose only its warnings and errors, and no line per request."""
     return [sys.executable, "-m", "uvicorn", "--factory", "server.main:create_app", "--host", host, "--port", str(port),
-            "--log-level", "info"]
+            "--log-level", "info" if verbose else "warning", *([] if verbose else ["--no-access-log"])]
 
 
 def _admin_token_lines(secret: str, tokens_file: Path) -> str:
     """The admin token goes to a terminal only: a redirected stdout is a log file others may read."""
     if sys.stdout.isatty():
-        return f"  admin token (dashboard login, crosscheck submit): {secret}\n  tokens are kept in {tokens_file}"
-    return (f"  admin token: in {tokens_file} (readable by this user only; not printed because stdout is not "
-            "a terminal)")
+        return f"  admin token (to sign in): {secret}\n  tokens are kept in {tokens_file}"
+    return (f"  admin token (to sign in): in {tokens_file}\n  (readable by this user only; not printed: stdout is "
+            "not a terminal)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -138,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
 
     data_dir = datadir.make_private((args.data_dir or datadir.data_dir_from_env()).resolve())
     settings = _configure(data_dir)
-    print(f"crosscheck up: data in {data_dir}; {_describe(settings)}", flush=True)
+    print(f"crosscheck up: data in {data_dir}\n  {_describe(settings)}", flush=True)
     migrate.upgrade(settings.resolved_database_url)
     secrets = ensure_tokens(data_dir)
     datadir.make_private(data_dir)  # anything migrate or the tokens created
@@ -153,8 +158,9 @@ def run(args: argparse.Namespace) -> int:
         stopping.set()
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    api = Child("api", _api_command(args.host, args.port), env, umask=datadir.PRIVATE_UMASK)
-    worker = Child("worker", celery_command(["sim"], args.concurrency, "sim-local"), env)
+    api = Child("api", _api_command(args.host, args.port, args.verbose), env, umask=datadir.PRIVATE_UMASK)
+    worker = Child("worker", celery_command(["sim"], args.concurrency, "sim-local",
+                                            "INFO" if args.verbose else "WARNING", quiet=not args.verbose), env)
     children = [api, worker]
     code = 0
     try:
@@ -164,16 +170,26 @@ def run(args: argparse.Namespace) -> int:
             code = 1 if not stopping.is_set() else 0
         else:
             print(f"\nPTO Crosscheck is up at {url}/\n{_admin_token_lines(secrets['admin'], data_dir / datadir.TOKENS_FILE)}"
-                  "\nPress Ctrl-C to stop.", flush=True)
-            code = _supervise(api, worker, stopping)
+                  "\nFinished jobs are listed below" + ("" if args.verbose else " (--verbose: the service's logs too)")
+                  + ".\nPress Ctrl-C to stop.\n", flush=True)
+            code = _supervise(api, worker, stopping, JobFeed(url))
     finally:
-        print("crosscheck up: stopping...", flush=True)
+        _say("crosscheck up: stopping...")
         for child in reversed(children):  # the worker first: it reports to the API
             child.stop()
         for s, handler in previous.items():
             signal.signal(s, handler)
-        print("crosscheck up: stopped", flush=True)
+        _say("crosscheck up: stopped")
     return code
+
+
+def _say(line: str) -> None:
+    """A line on stdout that cannot stop the shutdown: behind `| tee` a Ctrl-C closes the pipe first, and a
+    BrokenPipeError here once left the API and the worker running without their supervisor."""
+    try:
+        print(line, flush=True)
+    except OSError:
+        pass
 
 
 def _wait_ready(url: str, children: list[Child], stopping: threading.Event) -> bool:
@@ -192,7 +208,7 @@ def _wait_ready(url: str, children: list[Child], stopping: threading.Event) -> b
     return False
 
 
-def _supervise(api: Child, worker: Child, stopping: threading.Event) -> int:
+def _supervise(api: Child, worker: Child, stopping: threading.Event, feed: JobFeed | None = None) -> int:
     """Wait for Ctrl-C (0) or the API's death (1); restart a dead worker with backoff meanwhile.
 
     The API is what users and remote workers talk to, so a worker that dies (a SIGKILL of Celery's
@@ -200,7 +216,12 @@ def _supervise(api: Child, worker: Child, stopping: threading.Event) -> int:
     stale sweep once its heartbeats stop, and a new worker picks it up.
     """
     restart_at: float | None = None
+    next_feed = 0.0
     while not stopping.wait(POLL_S):
+        if feed is not None and time.monotonic() >= next_feed:
+            for line in feed.poll():
+                print(line, flush=True)
+            next_feed = time.monotonic() + FEED_S
         if api.exited():
             print(f"error: the api process exited unexpectedly (code {api.code()})", file=sys.stderr)
             return 1

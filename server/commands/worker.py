@@ -14,7 +14,7 @@ import os
 import sys
 
 from jobqueue import QUEUES, worker_queues
-from server.commands import child_processes, datadir
+from server.commands import child_processes, datadir, locate
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -29,18 +29,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--name", default=None, metavar="NAME", help="worker name (default: <queues>@<host>)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
                    help="how much the worker logs")
+    locate.add_data_dir_argument(p)
     p.set_defaults(func=run)
 
 
 def celery_command(queues: list[str], concurrency: int = 1, name: str | None = None,
-                   loglevel: str = "INFO") -> list[str]:
+                   loglevel: str = "INFO", quiet: bool = False) -> list[str]:
     """The worker's command line. Gossip, mingle and the event heartbeat are broadcast features the
-    embedded SQLite broker does not serve; the worker posts its own heartbeat to the API instead."""
+    embedded SQLite broker does not serve; the worker posts its own heartbeat to the API instead.
+    `quiet` drops Celery's start-up banner (`crosscheck up` without --verbose)."""
     modes = dict.fromkeys(q.partition("@")[0] for q in queues)  # versioned queues: "sim@0.2.0"
     node = name or f"{'+'.join(modes)}@%h"
     if "@" not in node:
         node += "@%h"
-    return [sys.executable, "-m", "celery", "-A", "worker.app", "worker", "--loglevel", loglevel,
+    return [sys.executable, "-m", "celery", "-A", "worker.app", *(["--quiet"] if quiet else []), "worker",
+            "--loglevel", loglevel,
             "-Q", ",".join(queues), "--concurrency", str(concurrency), "--hostname", node, "--pool", "prefork",
             "--without-gossip", "--without-mingle", "--without-heartbeat"]
 
@@ -53,6 +56,23 @@ def worker_environment(env: dict[str, str] | None = None) -> dict[str, str]:
         if token:
             env["WORKER_TOKEN"] = token
     return env
+
+
+def missing_service_data(env: dict[str, str]) -> str | None:
+    """What a worker lacks to start (its token, the embedded broker's file), saying where it looked."""
+    data_dir = datadir.data_dir_from_env(env).resolve()
+    where = locate.data_dir_source("--data-dir or DATA_DIR")
+    if not env.get("WORKER_TOKEN"):
+        return (f"no worker token: WORKER_TOKEN is unset and there is no {data_dir / datadir.TOKENS_FILE}\n"
+                f"(looked in {where}).\nRun this where `crosscheck up` was started or pass --data-dir DIR (a local "
+                "service), or set WORKER_TOKEN (`crosscheck token create NAME --scope worker`), API_URL and "
+                "BROKER_URL (a production service).")
+    if not env.get("BROKER_URL") and not data_dir.is_dir():
+        return (f"no broker: BROKER_URL is unset and there is no data dir for the embedded broker at {data_dir}\n"
+                f"(looked in {where}).\n"
+                "Run this where `crosscheck up` was started, pass --data-dir DIR, or set BROKER_URL "
+                "(redis://...).")
+    return None
 
 
 def npu_refusal(queues: list[str]) -> str | None:
@@ -89,6 +109,8 @@ def default_concurrency(queues: list[str], devices: list[int] | None) -> int:
 def run(args: argparse.Namespace) -> int:
     from runtime.devices.host import parse_device_list
 
+    locate.use_data_dir(args)
+
     try:
         queues = parse_queues(args.queue, args.queues)
         devices = parse_device_list(args.devices) if args.devices is not None else None
@@ -109,9 +131,9 @@ def run(args: argparse.Namespace) -> int:
     env = worker_environment()
     if devices is not None:
         env["NPU_DEVICES"] = ",".join(map(str, devices))
-    if not env.get("WORKER_TOKEN"):
-        print("error: WORKER_TOKEN is not set (create one with `crosscheck token create --scope worker`)",
-              file=sys.stderr)
+    missing = missing_service_data(env)
+    if missing:
+        print(locate.explain("worker", missing), file=sys.stderr)
         return 2
     # A session of its own: a terminal's Ctrl-C reaches Celery once, through us, not twice.
     from runtime.devices.pypto_api import installed_version

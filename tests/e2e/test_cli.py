@@ -137,7 +137,7 @@ def test_up_keeps_its_data_private(up: Up) -> None:
     assert not loose
     admin = json.loads((up.data_dir / "tokens.json").read_text())["admin"]
     log = up.log.read_text()
-    assert admin not in log and "not printed because stdout is not a terminal" in log
+    assert admin not in log and "not printed: stdout is not a terminal" in log
 
 
 def _celery_main(up: Up) -> int:
@@ -194,6 +194,39 @@ def test_submit_a_kernel_for_a_newer_pypto_exits_2_with_version_skew(up: Up) -> 
     assert "version_skew" in done.stdout and "pypto.PrecisionType" in done.stdout
 
 
+CONSOLE_NOISE = ("[tasks]", "celery@", "SecurityWarning", "superuser", "HTTP Request", "HTTP/1.1", "INFO",
+                 "Connected to", "ready.", "Traceback")
+
+
+def test_the_console_shows_one_line_per_job_and_nothing_while_it_runs(up: Up) -> None:
+    """Without --verbose: the URL, the token's place, then one line per finished job; no Celery banner,
+    no superuser warning, no request or heartbeat lines (server/commands/job_feed.py)."""
+    import uuid
+
+    admin = json.loads((up.data_dir / "tokens.json").read_text())["admin"]
+    http = httpx.Client(base_url=up.url + "/api/v1", headers={"Authorization": f"Bearer {admin}"}, timeout=30)
+    before = up.log.read_text()
+    # A job that outlasts a worker heartbeat (every 10 s) and several job heartbeats.
+    script = b"import time\ntime.sleep(15)\nprint('slept')\n"
+    accepted = http.post("/submissions", data={"modes": ["sim"]}, files={"file": ("sleeper.py", script)},
+                         headers={"Idempotency-Key": uuid.uuid4().hex}).json()
+    job_id = accepted["jobs"][0]["id"]
+    Stack.wait(lambda: http.get(f"/jobs/{job_id}").json()["status"] == "running", 120, "the job to run", up.log)
+    Stack.wait(lambda: http.get(f"/jobs/{job_id}").json()["status"] not in ("queued", "running"), JOB_DEADLINE_S,
+               "the job to finish", up.log)
+    line = f"job {job_id} sleeper (sim): not_run  {up.url}/jobs/{job_id}"
+    Stack.wait(lambda: line in up.log.read_text(), 30, f"the console line {line!r}", up.log)
+    log = up.log.read_text()
+    assert log[len(before):] == line + "\n", log[len(before):]  # nothing else while it ran
+    for noise in CONSOLE_NOISE:
+        assert noise not in log, (noise, log)
+    finished = [j for j in http.get("/jobs").json()["items"] if j["timings"]["finished_at"]]
+    http.close()
+    for job in finished:  # each job of this module's tests, once
+        assert log.count(f"job {job['id']} {job['operator']} ({job['mode']}): ") == 1, (job["id"], log)
+    assert log.index("PTO Crosscheck is up at") < log.index(f"job {finished[-1]['id']} ")
+
+
 # Last: it stops the module's `up`.
 def test_up_stops_cleanly_on_ctrl_c(up: Up) -> None:
     tree = descendants(up.proc.pid)
@@ -202,3 +235,35 @@ def test_up_stops_cleanly_on_ctrl_c(up: Up) -> None:
     assert up.proc.wait(timeout=120) == 0, up.log.read_text()[-3000:]
     Stack.wait(lambda: not [p for p in tree if alive(p)], 30, f"the children {tree} of crosscheck up to exit")
     assert "crosscheck up: stopped" in up.log.read_text()
+
+
+def test_up_verbose_brings_the_service_logs_back(tmp_path: Path, calculator_cache: Path) -> None:
+    """--verbose: Celery's banner, the worker's INFO events and uvicorn's request lines; still no root warning."""
+    log = tmp_path / "up-verbose.log"
+    port = free_port()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "server.cli", "up", "--verbose", "--port", str(port),
+                                 "--data-dir", str(tmp_path / "data")], env=clean_env(CACHE_DIR=str(calculator_cache)),
+                                cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    tree: list[int] = []
+    try:
+        def detailed() -> bool:
+            if proc.poll() is not None:
+                raise AssertionError(f"crosscheck up --verbose exited: {log.read_text()[-3000:]}")
+            tree[:] = descendants(proc.pid)
+            text = log.read_text()
+            return "worker.ready name=sim-local@" in text and '"GET /readyz HTTP/1.1" 200' in text
+
+        Stack.wait(detailed, START_DEADLINE_S, "the verbose worker and API logs", log)
+        text = log.read_text()
+        assert "[tasks]" in text and "jobs.run" in text, text  # Celery's banner
+        assert "superuser" not in text and "SecurityWarning" not in text, text
+        assert "Finished jobs are listed below." in text
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            kill_all([proc.pid, *tree])
+            proc.wait()

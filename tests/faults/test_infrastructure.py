@@ -8,6 +8,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -118,7 +119,7 @@ def private_postgres(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A throwaway PostgreSQL cluster (initdb as the postgres user) on a free port; (url, data dir)."""
     if shutil.which("initdb") is None or shutil.which("pg_ctl") is None or shutil.which("runuser") is None:
         missing_service("initdb, pg_ctl and runuser are needed for a private PostgreSQL cluster")
-    data = Path("/tmp") / f"crosscheck-faults-pg-{free_port()}"
+    data = Path(tempfile.gettempdir()) / f"crosscheck-faults-pg-{free_port()}"
     data.mkdir()
     shutil.chown(data, "postgres", "postgres")
     port = free_port()

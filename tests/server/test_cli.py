@@ -40,17 +40,21 @@ def test_db_upgrade_current_downgrade(cli):
     from server.migrate import head_revision
 
     head = head_revision("sqlite://")
-    code, out, _ = cli("db", "current")
-    assert code == 0 and "revision none" in out and "outdated" in out
-    code, out, _ = cli("db", "upgrade")
+    code, _, err = cli("db", "current")
+    assert code == 2 and "no database at" in err  # and none made: tests/server/test_cli_missing_data.py
+    code, out, _ = cli("db", "upgrade")  # DATA_DIR names the data dir: upgrade makes the database
     assert code == 0 and f"upgrade none -> {head}" in out
     code, out, _ = cli("db", "current")
     assert code == 0 and f"revision {head}" in out and "up to date" in out
     code, out, _ = cli("db", "downgrade", "base")
     assert code == 0 and f"downgrade {head} -> none (base)" in out
+    code, out, _ = cli("db", "current")
+    assert code == 0 and "revision none" in out and "outdated" in out
 
 
-def test_api_refuses_an_outdated_schema(cli):
+def test_api_refuses_an_outdated_schema(cli, tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "crosscheck.db").touch()  # as `crosscheck up` makes it, before migrating
     code, _, err = cli("api", "--port", "1")
     assert code == 1
     assert "crosscheck db upgrade" in err and "empty database" in err

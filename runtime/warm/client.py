@@ -51,6 +51,9 @@ class WarmParent:
     """Client side: start the warm parent and send it jobs, one at a time."""
 
     parent_module = "runtime.warm.parent"  # run with `python -m`: a fresh exec, never a fork of the caller
+    # -P: the starting dir is not on the parent's sys.path: nothing there shadows an import, and no
+    # job imports from it; our code is found as installed (docs/SECURITY.md, the job's view of the host).
+    python_flags: tuple[str, ...] = ("-P",)
 
     def __init__(self, mode: str = "sim", scratch: Path | None = None):
         self.mode = mode
@@ -83,7 +86,8 @@ class WarmParent:
         env = self.environment()
         log = open(self.scratch / "warm-parent.log", "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", self.parent_module, str(theirs.fileno()), self.mode, str(self.scratch)],
+            [sys.executable, *self.python_flags, "-m", self.parent_module, str(theirs.fileno()), self.mode,
+             str(self.scratch)],
             pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
         )
         theirs.close()

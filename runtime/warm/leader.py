@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime import events as events_mod
-from runtime import evidence, sandbox
+from runtime import evidence, jobview, sandbox
 from runtime.cgroup import JobCgroup
 from runtime.warm.guard import Guard
 
@@ -62,7 +62,8 @@ def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict
                    if privileged else (None, "not root: no job cgroup; memory is watched by polling RSS"))
     if why:
         iso.notes.append(why)
-    guard = Guard(limits.memory_bytes, limits.disk_bytes, job_dir, cgroup, limits.nproc)
+    guard = Guard(limits.memory_bytes, limits.disk_bytes, job_dir, cgroup, limits.nproc, iso.private_dirs)
+    iso.fresh_proc = iso.pid_namespace and iso.mount_namespace
     iso.memory_limit = f"cgroup v{cgroup.version}" if cgroup else "rss watchdog"
     ev_r, ev_w = os.pipe()
     start = time.monotonic()
@@ -77,6 +78,8 @@ def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict
             if cgroup is not None:
                 cgroup.join()  # first: everything the job starts is inside its limits
             os.setpgid(0, 0)
+            if iso.fresh_proc:
+                jobview.fresh_proc()  # as pid 1 of its PID namespace, still privileged
             _redirect_output(request)
             sandbox.enter(limits, uid, sandbox.device_groups() if request["mode"] == "npu" else [],
                           in_cgroup=cgroup is not None)

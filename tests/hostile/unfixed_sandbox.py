@@ -32,9 +32,11 @@ class UnfixedLimitsParent(WarmParent):
     no disk watch, the host's /tmp."""
 
     parent_module = "tests.hostile.unfixed_parent"
+    python_flags = ()  # its module is under tests/, found from the repository root (the test's cwd)
 
 
 class WatchdogWarmParent(WarmParent):
     """Not unfixed: the fixed warm parent as it runs where no cgroup can be made (RSS watchdog)."""
 
     parent_module = "tests.hostile.watchdog_parent"
+    python_flags = ()  # its module is under tests/, found from the repository root (the test's cwd)

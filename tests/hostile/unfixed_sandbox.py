@@ -7,6 +7,7 @@ Never import this from runtime/.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from runtime.warm import WarmParent
 
@@ -40,3 +41,16 @@ class WatchdogWarmParent(WarmParent):
 
     parent_module = "tests.hostile.watchdog_parent"
     python_flags = ()  # its module is under tests/, found from the repository root (the test's cwd)
+
+
+class UnfixedViewParent(WarmParent):
+    """A warm parent whose jobs see the host as before issue 25: the host's IPC and /proc, no cover
+    for world-writable places but the fixed temp dirs, the starting dir and other jobs' dirs in view."""
+
+    parent_module = "tests.hostile.unfixed_host_view"
+    python_flags = ()
+
+    def environment(self) -> dict[str, str]:
+        env = super().environment()  # started from anywhere: its module is found through PYTHONPATH
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+        return env

@@ -104,20 +104,22 @@ def _cwd() -> Path | None:
 
 
 def code_paths() -> list[Path]:
-    """Every folder the job's Python may import from, by what it is; the starting dir excluded."""
+    """Every folder the job's Python may import from, by what it is (outermost only)."""
     found: set[str] = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     found.update(v for k, v in sysconfig.get_paths().items() if k in ("stdlib", "platstdlib", "purelib", "platlib"))
     sites = list(site.getsitepackages())
     found.update(sites)
-    for folder in sites:
-        found.update(_pth_roots(Path(folder)))
-    found.update(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)
     found.update(_imported_package_dirs())
+    # Import roots an operator configures: one naming the starting dir (PYTHONPATH=.) or a folder
+    # holding it is not taken as code, or the whole starting dir would be in every job's view.
+    configured = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    for folder in sites:
+        configured.extend(_pth_roots(Path(folder)))
     cwd = _cwd()
-    paths = {Path(p).resolve() for p in found if p and os.path.isdir(p)}
-    if cwd is not None:  # the starting dir, or a folder holding it, is never code to expose
-        paths = {p for p in paths if not cwd.is_relative_to(p)}
-    return _outermost(paths)
+    for entry in configured:
+        if os.path.isdir(entry) and (cwd is None or not cwd.is_relative_to(Path(entry).resolve())):
+            found.add(entry)
+    return _outermost({Path(p).resolve() for p in found if p and os.path.isdir(p)})
 
 
 def _pth_roots(folder: Path) -> list[str]:

@@ -119,7 +119,8 @@ def narrow(view: View, job_dir: Path, needed: list[Path], closed_too: bool, note
         targets.update(anc for p in needed for anc in p.parents if _is_closed(anc))
     private = [Path(d) for d in view.private_dirs]
     for folder in sorted(targets, key=lambda p: len(p.parts), reverse=True):
-        if not hostview.narrowable(folder) or any(folder.is_relative_to(d) for d in private) or not folder.is_dir():
+        if (not hostview.narrowable(folder) or not folder.is_dir() or any(folder.is_relative_to(d) for d in private)
+                or any(folder.is_relative_to(p) for p in needed)):  # a venv started from: code, kept whole
             continue
         children = {folder / p.relative_to(folder).parts[0] for p in needed if p != folder and p.is_relative_to(folder)}
         try:

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+import httpx2 as httpx
 import pytest
 
 from tests.e2e.conftest import START_DEADLINE_S, Stack, clean_env, descendants, free_port, kill_all

@@ -29,8 +29,9 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 CHECKOUT = "examples/gym-checkout"
-# Both import torch_npu at the top (the SIM stand-in must reach the job), four cases in all.
-OPS = ("axpy", "scale_shift")
+# Imports torch_npu at the top: the SIM stand-in must reach the job (two cases; the class of the
+# issue's four failing operators, kept to one to keep the suite's time).
+OPS = ("axpy",)
 RUN_TIMEOUT_S = 900
 IGNORED = shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", "build", "crosscheck-data", ".pytest_cache",
                                  ".coverage*", "*.pyc")
@@ -94,7 +95,7 @@ def from_the_repository(tmp_path_factory: pytest.TempPathFactory, calculator_cac
     """`crosscheck run` from the repository root: the verdicts every other way must give."""
     out = tmp_path_factory.mktemp("root-run") / "report.json"
     verdicts = _checkout_run([sys.executable, "-m", "server.cli"], REPO / CHECKOUT, REPO, out, calculator_cache)
-    assert len(verdicts) == 4 and "structural_error" not in verdicts.values(), verdicts
+    assert len(verdicts) == 2 and "structural_error" not in verdicts.values(), verdicts
     return verdicts
 
 

@@ -105,7 +105,8 @@ def _checkout_run(cmd: list[str], checkout: Path, cwd: Path, out: Path, cache: P
                           cwd=cwd, env=_env(), capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     found: Verdicts = {}
-    for report in json.loads(out.read_text())["reports"]:
+    data = json.loads(out.read_text())
+    for report in data.get("reports", [data]):  # one operator: its report alone
         for case in report["cases"]:
             found[(case["operator"], case["case"])] = case["verdict"]
     return found

@@ -7,7 +7,6 @@ Never import this from runtime/.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from runtime.warm import WarmParent
 
@@ -33,14 +32,12 @@ class UnfixedLimitsParent(WarmParent):
     no disk watch, the host's /tmp."""
 
     parent_module = "tests.hostile.unfixed_parent"
-    python_flags = ()  # its module is under tests/, found from the repository root (the test's cwd)
 
 
 class WatchdogWarmParent(WarmParent):
     """Not unfixed: the fixed warm parent as it runs where no cgroup can be made (RSS watchdog)."""
 
     parent_module = "tests.hostile.watchdog_parent"
-    python_flags = ()  # its module is under tests/, found from the repository root (the test's cwd)
 
 
 class UnfixedViewParent(WarmParent):
@@ -48,9 +45,3 @@ class UnfixedViewParent(WarmParent):
     for world-writable places but the fixed temp dirs, the starting dir and other jobs' dirs in view."""
 
     parent_module = "tests.hostile.unfixed_host_view"
-    python_flags = ()
-
-    def environment(self) -> dict[str, str]:
-        env = super().environment()  # started from anywhere: its module is found through PYTHONPATH
-        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
-        return env

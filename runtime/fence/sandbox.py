@@ -9,12 +9,14 @@ import ctypes
 import os
 import resource
 import signal
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runtime.fence import jobview
+
 CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
@@ -22,14 +24,12 @@ MS_RDONLY = 0x1
 MS_NOSUID = 0x2
 MS_NODEV = 0x4
 MS_NOEXEC = 0x8
-MS_REMOUNT = 0x20
 MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_PRIVATE = 0x40000
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_PDEATHSIG = 1
 
-PRIVATE_TMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 # Job uids: one per concurrent job (RLIMIT_NPROC counts a uid's processes machine-wide).
 JOB_UID_BASE = 200_000
 JOB_UID_RANGE = 50_000
@@ -46,7 +46,7 @@ class Limits:
     memory_bytes: int = 8 * 1024**3
     file_bytes: int = 2 * 1024**3  # one file (RLIMIT_FSIZE)
     disk_bytes: int = 4 * 1024**3  # the whole job dir
-    tmp_bytes: int = 512 * 1024**2  # each of the job's private /tmp, /var/tmp and /dev/shm
+    tmp_bytes: int = 512 * 1024**2  # each of the job's private tmpfs dirs (/tmp, /run/lock ...: runtime.fence.jobview)
     nproc: int = 512  # processes and threads, the job cgroup's pids.max (else RLIMIT_NPROC of the job uid)
     isolate_network: bool = True
     drop_privileges: bool = True
@@ -57,17 +57,24 @@ class Isolation:
     """What the sandbox achieved for a job, reported in the environment section."""
     network: bool = False
     pid_namespace: bool = False
+    ipc_namespace: bool = False  # no SysV or POSIX IPC shared with the host or other jobs
+    fresh_proc: bool = False  # a /proc of the job's own PID namespace
     mount_namespace: bool = False
     uid: int | None = None
     memory_limit: str = ""  # "cgroup v1" | "cgroup v2" | "rss watchdog"
-    private_tmp: bool = False  # its own size-capped /tmp, /var/tmp and /dev/shm
+    private_tmp: bool = False  # its own size-capped tmpfs over every world-writable dir of the host
+    private_dirs: list[str] = field(default_factory=list)
+    covered: list[str] = field(default_factory=list)  # world-writable files and sockets made unusable
+    narrowed: list[str] = field(default_factory=list)  # dirs holding only what it needs (start dir, jobs dir)
     hidden: list[str] = field(default_factory=list)  # host paths covered in its mount namespace
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {"network_isolated": self.network, "pid_namespace": self.pid_namespace,
+                "ipc_namespace": self.ipc_namespace, "fresh_proc": self.fresh_proc,
                 "mount_namespace": self.mount_namespace, "uid": self.uid, "memory_limit": self.memory_limit,
-                "private_tmp": self.private_tmp, "hidden": self.hidden, "notes": self.notes}
+                "private_tmp": self.private_tmp, "private_dirs": self.private_dirs, "covered": self.covered,
+                "narrowed": self.narrowed, "hidden": self.hidden, "notes": self.notes}
 
 
 def _check(ret: int, what: str) -> None:
@@ -85,122 +92,51 @@ def job_uid(leader_pid: int) -> int:
     return JOB_UID_BASE + leader_pid % JOB_UID_RANGE
 
 
-def needed_paths(job_dir: Path) -> list[Path]:
-    """Paths the job must read: the interpreter, its packages, and the job dir."""
-    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), job_dir}
-    paths.update(Path(p) for p in sys.path if p and os.path.isdir(p))
-    return sorted(p.resolve() for p in paths if p.exists())
-
-
-def _is_closed(path: Path) -> bool:
-    """Others cannot traverse this directory (e.g. /root or pytest's tmp root, mode 0700)."""
-    try:
-        return not os.stat(path).st_mode & 0o001
-    except OSError:
-        return False
-
-
-def _expose_through(closed: Path, children: set[Path], writable: Path) -> None:
-    """Replace `closed` with an empty, traversable tmpfs holding only `children`.
-
-    Secrets elsewhere under `closed` (e.g. /root/.ssh) stay invisible to the job. The binds are
-    read-only, except the one holding the job dir.
-    """
-    fds = {child: os.open(child, os.O_PATH | os.O_DIRECTORY) for child in children}
-    try:
-        _mount("tmpfs", str(closed), "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=1m")
-        for child, fd in fds.items():
-            child.mkdir(parents=True, exist_ok=True)
-            _mount(f"/proc/self/fd/{fd}", str(child), None, MS_BIND | MS_REC)
-            if not writable.is_relative_to(child):
-                _mount(None, str(child), None, MS_BIND | MS_REMOUNT | MS_RDONLY)
-    finally:
-        for fd in fds.values():
-            os.close(fd)
-
-
 def isolate(job_dir: Path, log_binds: dict[Path, Path], limits: Limits, expose: list[Path] | None = None,
             hide: list[Path] | None = None) -> Isolation:
-    """In the job leader: new namespaces and the job's view of the filesystem. Best effort.
+    """In the job leader: new namespaces and the job's view of the filesystem (runtime.fence.jobview). Best effort.
 
     `expose` are paths the job needs that may lie under /tmp (the warm parent's scratch dir);
     `hide` are host paths the job must not see at all (a service's data dir, docs/SECURITY.md).
     """
     iso = Isolation()
     privileged = os.geteuid() == 0
-    flags = CLONE_NEWNS | CLONE_NEWPID | (CLONE_NEWNET if limits.isolate_network else 0)
+    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | (CLONE_NEWNET if limits.isolate_network else 0)
     if not privileged:
         flags |= CLONE_NEWUSER
         uid, gid = os.geteuid(), os.getegid()
     if _libc.unshare(ctypes.c_int(flags)) != 0:
         iso.notes.append(f"namespaces unavailable ({os.strerror(ctypes.get_errno())}); "
-                         "job runs without network/pid isolation")
+                         "job runs without network/pid/ipc isolation")
         return iso
     if not privileged:
         _write_id_maps(uid, gid)
     iso.network = limits.isolate_network
-    iso.pid_namespace = True
+    iso.pid_namespace = iso.ipc_namespace = True
     try:
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
         iso.mount_namespace = True
-        iso.private_tmp = _private_tmps(limits.tmp_bytes, [*needed_paths(job_dir), *(expose or [])], iso.notes)
+        view = jobview.View()
+        needed = jobview.needed_paths(job_dir, expose or [])
+        jobview.private_ipc_mounts(iso.notes)
+        iso.private_tmp = jobview.private_dirs(view, min(limits.tmp_bytes, limits.disk_bytes), needed, job_dir,
+                                               iso.notes)
+        jobview.cover_writable_files(view, iso.notes)
         iso.hidden = _hide(hide or [], job_dir, iso.notes)
         for target, source in log_binds.items():
             target.mkdir(parents=True, exist_ok=True)
             _mount(str(source), str(target), None, MS_BIND)
-        if privileged and limits.drop_privileges:
-            _hide_closed_dirs(job_dir)
+        jobview.narrow(view, job_dir, needed, privileged and limits.drop_privileges, iso.notes)
+        iso.private_dirs, iso.covered, iso.narrowed = view.private_dirs, view.covered, view.narrowed
     except OSError as exc:
         iso.notes.append(f"mount setup failed: {exc}")
     return iso
 
 
-def _outermost(paths: list[Path]) -> list[Path]:
-    """The paths not inside another of them."""
-    unique = sorted(set(paths), key=lambda p: len(p.parts))
-    kept: list[Path] = []
-    for path in unique:
-        if not any(path.is_relative_to(k) for k in kept):
-            kept.append(path)
-    return kept
-
-
-def _private_tmps(size_bytes: int, needed: list[Path], notes: list[str]) -> bool:
-    """Give the job its own size-capped, RAM-backed /tmp, /var/tmp and /dev/shm (gone with the job).
-
-    What the job writes there is charged to its memory cgroup, and vanishes with its mount namespace.
-    The paths it needs under them (its job dir, the warm parent's config) are bound back, exactly:
-    the rest of the host's /tmp, including other jobs' dirs, is out of sight.
-    """
-    done = True
-    for name in PRIVATE_TMP_DIRS:
-        tmp = Path(name)
-        if tmp.is_symlink() or not tmp.is_dir():
-            continue
-        keep = _outermost([p for p in needed if p.is_relative_to(tmp) and p != tmp and p.exists()])
-        fds = {path: os.open(path, os.O_PATH) for path in keep}
-        try:
-            _mount("tmpfs", name, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={size_bytes}")
-            for path, fd in fds.items():
-                if path.is_dir() or os.path.isdir(f"/proc/self/fd/{fd}"):
-                    path.mkdir(parents=True, exist_ok=True)
-                else:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    path.touch()
-                _mount(f"/proc/self/fd/{fd}", str(path), None, MS_BIND | MS_REC)
-        except OSError as exc:
-            notes.append(f"no private {name}: {exc}")
-            done = False
-        finally:
-            for fd in fds.values():
-                os.close(fd)
-    return done
-
-
 def _hide(paths: list[Path], job_dir: Path, notes: list[str]) -> list[str]:
     """Cover each path with an empty read-only tmpfs (a file with /dev/null): the job sees nothing there."""
     hidden = []
-    for path in _outermost([p.resolve() for p in paths]):
+    for path in jobview.outermost([p.resolve() for p in paths]):
         if job_dir.resolve().is_relative_to(path):
             notes.append(f"not hidden: {path} holds the job dir")
             continue
@@ -214,19 +150,6 @@ def _hide(paths: list[Path], job_dir: Path, notes: list[str]) -> list[str]:
         except OSError as exc:
             notes.append(f"not hidden: {path}: {exc}")
     return hidden
-
-
-def _hide_closed_dirs(job_dir: Path) -> None:
-    """Make the needed paths reachable for the job uid through every closed ancestor.
-
-    Deepest closed dir first: each gets a tmpfs holding binds of just the needed children, and
-    a shallower one then binds that (recursively, submounts included).
-    """
-    needed = needed_paths(job_dir)
-    closed = {anc for p in needed for anc in p.parents if anc != Path("/") and _is_closed(anc)}
-    for dir_ in sorted(closed, key=lambda p: len(p.parts), reverse=True):
-        children = {dir_ / p.relative_to(dir_).parts[0] for p in needed if p != dir_ and p.is_relative_to(dir_)}
-        _expose_through(dir_, children, job_dir.resolve())
 
 
 def _write_id_maps(uid: int, gid: int) -> None:

@@ -24,6 +24,12 @@ NPU_PARENT_PREFIXES = ("ASCEND_", "TOOLCHAIN_HOME", "CROSSCHECK_NPU_TEST_DOUBLE"
 # glibc makes up to 8 arenas per core, each reserving 64 MiB of address space; pypto's threads then
 # map gigabytes they never touch. Two arenas keep the job's address space close to its real use.
 MALLOC_ARENA_MAX = "2"
+# The warm parent runs our code from where this process found it (an editable install's sources, a
+# wheel's site dir, a checkout), never from the starting dir: -P keeps that off its sys.path, so
+# nothing there shadows an import (docs/SECURITY.md, "The job's view of the host").
+CODE_ROOT = Path(__file__).resolve().parents[2]
+BOOT = ("import runpy, sys; sys.path.insert(0, sys.argv[1]); module = sys.argv[2]; del sys.argv[1:3]; "
+        "runpy.run_module(module, run_name='__main__', alter_sys=True)")
 
 
 class WarmParentError(RuntimeError):
@@ -49,7 +55,7 @@ def _pypto_lib_dir() -> Path:
 class WarmParent:
     """Client side: start the warm parent and send it jobs, one at a time."""
 
-    parent_module = "runtime.warm.parent"  # run with `python -m`: a fresh exec, never a fork of the caller
+    parent_module = "runtime.warm.parent"  # run as a module: a fresh exec, never a fork of the caller
 
     def __init__(self, mode: str = "sim", scratch: Path | None = None):
         self.mode = mode
@@ -83,7 +89,8 @@ class WarmParent:
         env = self.environment()
         log = open(self.scratch / "warm-parent.log", "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", self.parent_module, str(theirs.fileno()), self.mode, str(self.scratch)],
+            [sys.executable, "-P", "-c", BOOT, str(CODE_ROOT), self.parent_module, str(theirs.fileno()), self.mode,
+             str(self.scratch)],
             pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
         )
         theirs.close()

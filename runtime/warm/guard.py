@@ -4,8 +4,8 @@ Memory and processes are the job cgroup's (runtime.fence.cgroup) when the leader
 it a watchdog polls the job's process tree: its memory (the resident sum, then the proportional set
 size when that sum is over the limit) and its threads against the process limit (which RLIMIT_NPROC
 of the job uid then also enforces). Disk has no kernel limit to lean on (RLIMIT_FSIZE
-caps single files only), so the leader totals the job dir's blocks every DISK_POLL_S, less often
-for a dir of many files.
+caps single files only), so the leader totals the job dir's blocks, and what its private tmpfs dirs
+hold, every DISK_POLL_S, less often for a dir of many files.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from runtime.fence import jobview
 from runtime.fence.cgroup import JobCgroup
 
 RSS_POLL_S = 0.2
@@ -100,12 +101,13 @@ class Guard:
     """Polled by the leader while the job runs; says which limit, if any, the job broke."""
 
     def __init__(self, memory_bytes: int, disk_bytes: int, job_dir: Path, cgroup: JobCgroup | None,
-                 nproc: int = 512):
+                 nproc: int = 512, private_dirs: list[str] | None = None):
         self.memory_bytes = memory_bytes
         self.nproc = nproc
         self.peak_threads = 0
         self.disk_bytes = disk_bytes
         self.job_dir = job_dir
+        self.private_dirs = list(private_dirs or [])  # its tmpfs dirs (runtime.fence.jobview): on its disk cap too
         self.cgroup = cgroup
         self.hit: list[str] = []
         self.peak_rss = 0
@@ -130,6 +132,7 @@ class Guard:
                     return self._broke("memory")
         if now >= self._next_disk:
             used, entries = dir_bytes(self.job_dir, self.disk_bytes)
+            used += jobview.disk_used(self.private_dirs)
             # A job dir of many files costs more to total: poll it less often, at most 10% of a core.
             self._next_disk = time.monotonic() + max(DISK_POLL_S, 10 * (time.monotonic() - now))
             if used > self.disk_bytes or entries > MAX_DISK_ENTRIES:
@@ -150,7 +153,8 @@ class Guard:
         values = {"memory": f"{self.memory_bytes / 2**30:.2f} GiB", "processes": f"{nproc} processes",
                   "disk": f"{self.disk_bytes / 2**30:.2f} GiB"}
         how = {"memory": "its real memory (cgroup)" if self.cgroup else "its process tree's memory (watchdog)",
-               "processes": "its processes and threads", "disk": "its job dir's disk use"}
+               "processes": "its processes and threads",
+               "disk": "its job dir's and private temp dirs' disk use"}
         out: dict[str, Any] = {
             "memory_limit": f"cgroup v{self.cgroup.version}" if self.cgroup else "rss watchdog",
             "peak_memory_bytes": (self.cgroup.peak_bytes() if self.cgroup else self.peak_rss),

@@ -14,6 +14,7 @@ from typing import Any
 
 from runtime.fence import events as events_mod
 from runtime.evidence import evidence
+from runtime.fence import jobview
 from runtime.fence import sandbox
 from runtime.fence.cgroup import JobCgroup
 from runtime.warm.guard import Guard
@@ -63,7 +64,9 @@ def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict
                    if privileged else (None, "not root: no job cgroup; memory is watched by polling RSS"))
     if why:
         iso.notes.append(why)
-    guard = Guard(limits.memory_bytes, limits.disk_bytes, job_dir, cgroup, limits.nproc)
+    guard = Guard(limits.memory_bytes, limits.disk_bytes, job_dir, cgroup, limits.nproc, iso.private_dirs)
+    # Root mounts it or the job does not start; without root (a user namespace) it is tried, not claimed.
+    iso.fresh_proc = privileged and iso.pid_namespace and iso.mount_namespace
     iso.memory_limit = f"cgroup v{cgroup.version}" if cgroup else "rss watchdog"
     ev_r, ev_w = os.pipe()
     start = time.monotonic()
@@ -78,6 +81,10 @@ def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict
             if cgroup is not None:
                 cgroup.join()  # first: everything the job starts is inside its limits
             os.setpgid(0, 0)
+            if iso.fresh_proc:
+                jobview.fresh_proc()  # as pid 1 of its PID namespace, still privileged
+            elif iso.pid_namespace and iso.mount_namespace:
+                _try_fresh_proc()
             _redirect_output(request)
             sandbox.enter(limits, uid, sandbox.device_groups() if request["mode"] == "npu" else [],
                           in_cgroup=cgroup is not None)
@@ -120,6 +127,13 @@ def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict
         "isolation": iso.as_dict(),
         **usage,
     }
+
+
+def _try_fresh_proc() -> None:
+    try:
+        jobview.fresh_proc()
+    except OSError:
+        pass  # e.g. a container whose /proc has masked paths: the job keeps the view it has
 
 
 def _load_calculator(cfg: dict[str, Any]) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtime.fence import cgroup, sandbox
+from runtime.fence import hostview
 from runtime.warm.leader import supervise_job
 
 LEADER_GRACE_S = 60.0  # on top of the job timeout, before the parent kills a stuck leader
@@ -63,8 +64,10 @@ def serve(fd: int, mode: str, scratch: str) -> None:
     def send(obj: dict[str, Any]) -> None:
         sock.sendall(json.dumps(obj).encode() + b"\n")
 
+    scan = hostview.start_scan()  # alongside the imports, on the other core
     try:
         info = _preload(mode)
+        hostview.learn(scan)  # after the imports: their folders are the code jobs run
     except BaseException as exc:  # noqa: BLE001 - tell the client why, then stop
         send({"ready": False, "error": f"{type(exc).__name__}: {exc}"})
         return

@@ -38,3 +38,10 @@ class WatchdogWarmParent(WarmParent):
     """Not unfixed: the fixed warm parent as it runs where no cgroup can be made (RSS watchdog)."""
 
     parent_module = "tests.hostile.watchdog_parent"
+
+
+class UnfixedViewParent(WarmParent):
+    """A warm parent whose jobs see the host as before issue 25: the host's IPC and /proc, no cover
+    for world-writable places but the fixed temp dirs, the starting dir and other jobs' dirs in view."""
+
+    parent_module = "tests.hostile.unfixed_host_view"

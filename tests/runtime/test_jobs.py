@@ -159,6 +159,7 @@ return out'''
     assert case.verdict == "sim_output_unwritten", case.error
     sandbox = report.environment.sandbox
     assert sandbox["network_isolated"] and sandbox["pid_namespace"] and sandbox["mount_namespace"], sandbox
+    assert sandbox["ipc_namespace"] and sandbox["fresh_proc"] and "/tmp" in sandbox["private_dirs"], sandbox
     assert isinstance(sandbox["uid"], int) and sandbox["uid"] >= 200_000, sandbox
     assert sandbox["memory_limit"].startswith("cgroup"), sandbox
 

@@ -26,9 +26,10 @@ from server.config import Settings
 from server.db import make_engine
 from server.services import tokens
 from tests.conftest import EXAMPLES, REPO
+from tests.parallel import redis_db, worker_tag
 
 PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-REDIS_URL = "redis://127.0.0.1:6379/13"  # a db number of its own, flushed before and after
+REDIS_URL = f"redis://127.0.0.1:6379/{redis_db()}"  # a db number of this worker's own, flushed before and after
 FINISHED = ("succeeded", "failed", "error", "cancelled", "timeout")
 START_DEADLINE_S = 120.0
 JOB_DEADLINE_S = 300.0
@@ -233,7 +234,7 @@ def sqlite_env(tmp_path_factory: pytest.TempPathFactory, calculator_cache: Path)
 def pg_redis_env(tmp_path_factory: pytest.TempPathFactory, calculator_cache: Path) -> Iterator[dict[str, str]]:
     import redis
 
-    name = f"crosscheck_e2e_{uuid.uuid4().hex[:8]}"
+    name = f"crosscheck_e2e_{worker_tag()}_{uuid.uuid4().hex[:8]}"
     admin_engine = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
     try:
         with admin_engine.connect() as conn:

@@ -1,8 +1,10 @@
 """In the job process: what a script finds around it as in a plain run (docs/realops.md §9).
 
 A plain `python script.py` leaves pypto's call folders in `./output` (its default output dir) beside
-where it runs, and scripts read them there (pypto's cost_model example takes the newest folder of
+where it runs, and scripts read them there (pypto's cost_model example opens the newest folder of
 `./output`). The job points pypto at its own output dir; `./output` names that dir, inside the job.
+The simulator files inside (merged_swimlane.json) are pypto's stock ones when the run's warm parent
+was started with `stock_simulator` (runtime/warm/client.py), as `crosscheck run` does for scripts.
 """
 from __future__ import annotations
 
@@ -23,3 +25,4 @@ def present_output_dir(here: Path) -> bool:
     except OSError:
         return False
     return True
+

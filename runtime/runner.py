@@ -124,7 +124,8 @@ def _run_in(work: Path, path: Path, options: RunOptions, warm: WarmParent | None
         if syntax_errors:
             report.cases = runner.syntax_failures(syntax_errors)
         else:
-            warm = warm or WarmParent(options.mode)
+            # A script reads pypto's simulator files as a plain run leaves them (docs/realops.md §9).
+            warm = warm or WarmParent(options.mode, stock_simulator=sub.kind == "script")
             runner.warm = warm
             report.cases, report.cancelled = runner.run_all(runner.case_list(), on_case)
             report.submission.cases_from = runner.cases_from

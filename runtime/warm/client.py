@@ -52,8 +52,11 @@ class WarmParent:
 
     parent_module = "runtime.warm.parent"  # run with `python -m`: a fresh exec, never a fork of the caller
 
-    def __init__(self, mode: str = "sim", scratch: Path | None = None):
+    def __init__(self, mode: str = "sim", scratch: Path | None = None, stock_simulator: bool = False):
         self.mode = mode
+        # pypto reads its simulator config once, at import: stock keeps the drawing scripts and the files they
+        # write (merged_swimlane.json) that scripts read as in a plain run (docs/realops.md §9).
+        self.stock_simulator = stock_simulator
         self._own_scratch = scratch is None
         self.scratch = Path(scratch) if scratch else Path(tempfile.mkdtemp(prefix="crosscheck-warm-"))
         self.scratch.chmod(0o755)
@@ -76,7 +79,11 @@ class WarmParent:
     def start(self) -> dict[str, Any]:
         if self.proc is not None:
             return self.info
-        write_sim_config(_pypto_lib_dir(), self.config_path)
+        if self.stock_simulator:
+            shutil.copyfile(_pypto_lib_dir() / "configs" / "tile_fwk_config.json", self.config_path)
+            self.config_path.chmod(0o644)
+        else:
+            write_sim_config(_pypto_lib_dir(), self.config_path)
         for sub in ("home", "logs", "output"):
             (self.scratch / sub).mkdir(exist_ok=True)
         ours, theirs = socket.socketpair()

@@ -13,6 +13,7 @@ from runtime.report import Diagnosis, ErrorInfo
 from runtime.verdicts import ENVIRONMENT_STAGE as STAGE
 # The packages our own stand-ins or other rules answer for (torch_npu: the stand-in; pypto: version skew).
 OURS = ("torch_npu", "pypto")
+RULE = "python-package-missing"
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
 
 

@@ -99,6 +99,7 @@ def main() -> None:
     parser.add_argument("--examples", type=Path, required=True, help="a local copy of pypto's examples/ tree")
     parser.add_argument("--only", default="", help="only scripts whose path contains this text")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
+    parser.add_argument("--reports", type=Path, help="keep each script's crosscheck report here")
     parser.add_argument("--timeout", type=float, default=1800.0)
     args = parser.parse_args()
     beside = Path(sys.executable).parent / "crosscheck"  # the CLI installed with this Python
@@ -115,6 +116,9 @@ def main() -> None:
             continue
         d_code, d_s = direct(script, args.timeout)
         c_code, c_s, cases = crosscheck(cli, script, scratch, args.timeout)
+        if args.reports:
+            args.reports.mkdir(parents=True, exist_ok=True)
+            (args.reports / (rel.replace("/", "__") + ".json")).write_text(json.dumps(cases, indent=1))
         graph = [c for c in cases if (c.get("graph_verify") or {}).get("status") in GRAPH_EVIDENCE]
         agree = [c for c in graph if agrees(c)]
         emulated = [c for c in graph if (c.get("graph_verify") or {}).get("source") == "emulated_npu_branch"]

@@ -7,6 +7,9 @@
 | 2    | unusable input: the submission (or its golden) cannot be judged, or the server refused it, or it was written for another pypto than the one that ran it (version_skew: no fault of the kernel, and a retry will not help) |
 | 3    | infrastructure: our side failed, no online worker/host can run the mode (or this host's SIM cannot simulate the kernel: sim_unsupported), or a case hit the job's memory, process or disk limit (resource_limit: raise it with the flag its reason names); nothing is known about the kernel |
 
+A script case that exited 0 and launched no jit kernel (`not_run`, stage `no_kernel`) counts for nothing:
+there was no kernel to be wrong. A run of only such cases judged nothing and exits 2 (docs/realops.md §9).
+
 When cases disagree, a kernel defect wins (it is a fact about the kernel), then unusable input,
 then infrastructure.
 """
@@ -18,6 +21,9 @@ from typing import Any
 from runtime import verdicts
 
 OK, KERNEL_DEFECT, UNUSABLE, INFRA = 0, 1, 2, 3
+# Not an exit code: a case with no kernel to judge (a script case that exited 0 and launched none, e.g. one
+# that only creates tensors). It counts for nothing; a run of only such cases judged nothing, exit 2.
+NO_KERNEL = -1
 WORDS = {OK: "acceptable", KERNEL_DEFECT: "kernel defect", UNUSABLE: "unusable input", INFRA: "infrastructure"}
 _PRECEDENCE = (KERNEL_DEFECT, UNUSABLE, INFRA, OK)
 
@@ -36,6 +42,10 @@ def of_case(verdict: str, mode: str, stage: str = "") -> int:
         return UNUSABLE
     if verdict == verdicts.NOT_RUN and stage == "device":
         return INFRA
+    if verdict == verdicts.NOT_RUN and stage == verdicts.ENVIRONMENT_STAGE:
+        return INFRA  # this host's Python lacks a package the submission imports (runtime/judge/envgap.py)
+    if verdict == verdicts.NOT_RUN and stage == verdicts.NO_KERNEL_STAGE:
+        return NO_KERNEL  # a script case that ran cleanly and launched no kernel: see judged()
     if verdict == verdicts.RESOURCE_LIMIT:  # our limit stopped it: nothing known about its maths
         return INFRA
     return KERNEL_DEFECT
@@ -43,7 +53,7 @@ def of_case(verdict: str, mode: str, stage: str = "") -> int:
 
 def combine(codes: Iterable[int]) -> int:
     """The run's code from its parts' codes (none at all: nothing was judged, unusable input)."""
-    seen = set(codes)
+    seen = set(codes) - {NO_KERNEL}
     if not seen:
         return UNUSABLE
     return next(c for c in _PRECEDENCE if c in seen)
@@ -63,11 +73,17 @@ def summary(cases: Iterable[Any], mode: str) -> str:
     code = combine(of_case(str(r["verdict"]), mode, str(r.get("stage") or "")) for r in rows)
     if not rows:
         return "unusable input: no case was judged"
+    if all(of_case(str(r["verdict"]), mode, str(r.get("stage") or "")) == NO_KERNEL for r in rows):
+        return f"unusable input: none of the {len(rows)} case(s) launched a kernel (not run ×{len(rows)})"
     bad = [r for r in rows if of_case(str(r["verdict"]), mode, str(r.get("stage") or "")) == code]
     counts: dict[str, int] = {}
     for r in bad:
         counts[str(r["verdict"])] = counts.get(str(r["verdict"]), 0) + 1
     what = ", ".join(f"{v.replace('_', ' ')} ×{n}" for v, n in counts.items())
     if code == OK:
+        idle = sum(1 for r in rows if of_case(str(r["verdict"]), mode, str(r.get("stage") or "")) == NO_KERNEL)
+        if idle:
+            return (f"acceptable: {len(bad)} of {len(rows)} case(s) ({what}); {idle} launched no kernel "
+                    f"(not run ×{idle}: nothing to judge)")
         return f"acceptable: all {len(rows)} case(s) ({what})"
     return f"{WORDS[code]}: {len(bad)} of {len(rows)} case(s) ({what})"

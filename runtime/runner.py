@@ -12,6 +12,8 @@ from typing import Any
 
 from runtime.modes import MODES
 from runtime.intake import submission as submission_mod
+from runtime.evidence import emulated
+from runtime.intake import listing
 from runtime.evidence import graph_verify
 from runtime.intake import testmodule
 from runtime.intake.cases import check_memory
@@ -30,11 +32,6 @@ from runtime.warm import WarmParent
 
 DEFAULT_TIMEOUT_S = 300.0
 LIST_OUTPUT_BYTES = 1024 * 1024  # the tail of a `--list` run's stdout (and stderr) searched for case ids
-# `ID: x`, also behind logging's default `LEVEL:logger:` prefix (pypto configures the root logger at import).
-SCRIPT_CASE_ID = re.compile(r"^(?:[A-Z]+:[\w.]*:)?\s*(?:ID:\s*)(\S+)\s*$", re.MULTILINE)
-# Else a line that starts with one `group::case` id, alone or before its description (pypto's matmul_ops.py
-# examples; the gym's mhc_sinkhorn prints `  group::case  — description`).
-SCRIPT_NODE_ID = re.compile(r"^(?:[A-Z]+:[\w.]*:)?\s*([\w.-]+::[\w.\[\]-]+)(?:\s.*)?$", re.MULTILINE)
 MAIN_CASE = "main"
 STANDIN_NOTE = "stand-in: PTO Crosscheck's CPU torch_npu for SIM (docs/realops.md §2)"
 
@@ -133,7 +130,8 @@ def _run_in(work: Path, path: Path, options: RunOptions, warm: WarmParent | None
         if syntax_errors:
             report.cases = runner.syntax_failures(syntax_errors)
         else:
-            warm = warm or WarmParent(options.mode)
+            # A script reads pypto's simulator files as a plain run leaves them (docs/realops.md §9).
+            warm = warm or WarmParent(options.mode, stock_simulator=sub.kind == "script")
             runner.warm = warm
             report.cases, report.cancelled = runner.run_all(runner.case_list(), on_case)
             report.submission.cases_from = runner.cases_from
@@ -277,8 +275,7 @@ class _CaseRunner:
                           for name in ("stdout.txt", "stderr.txt"))
         self.list_printed = bool(stdout.strip())
         text = f"{stdout}\n{stderr}"
-        ids = SCRIPT_CASE_ID.findall(text) or SCRIPT_NODE_ID.findall(text) or [
-            i for i in self._beside_case_ids() if _listed(i, text)]
+        ids = listing.case_ids(text) or [i for i in self._beside_case_ids() if listing.listed(i, text)]
         return list(dict.fromkeys(ids))
 
     def _beside_case_ids(self) -> list[str]:
@@ -344,7 +341,7 @@ class _CaseRunner:
                     break
                 case = self._build(prepared[index][0], raw)
                 results[index] = case
-                if self._needs_plain_rerun(specs[index], case):
+                if self._needs_plain_rerun(specs[index], case) or self._wants_emulation(specs[index], case):
                     recheck.append(index)  # after the parallel run: one job at a time from here
                     continue
                 done += 1
@@ -362,7 +359,7 @@ class _CaseRunner:
                 close()  # waits for the jobs still in flight
         stopped = stopped or bool(getattr(self.warm, "cancelled", False))
         for index in [] if stopped else recheck:
-            results[index] = self._without_graph_verify(specs[index], prepared[index][0], results[index])
+            results[index] = self._recheck(specs[index], prepared[index][0], results[index])
             done += 1
             if on_case and on_case(results[index], done, len(specs)) is False:
                 stopped = True
@@ -409,6 +406,24 @@ class _CaseRunner:
         )
         request["graph_verify"]["verify_passes"] = self.options.verify_passes or case.verify_passes
         return request, dirs
+
+    def _recheck(self, spec: Any, ctx: JobContext, case: CaseResult) -> CaseResult:
+        if self._wants_emulation(spec, case):
+            return self._emulated_npu_branch(spec, ctx, case)
+        return self._without_graph_verify(spec, ctx, case)
+
+    def _wants_emulation(self, spec: Any, case: CaseResult) -> bool:
+        if not isinstance(spec, (str, TestFunction)) or self.sub.script is None:
+            return False
+        return emulated.wanted(case, self.sub.root / self.sub.script, isinstance(spec, TestFunction),
+                               self.options.mode, self._graph_verify_config()["enabled"])
+
+    def _emulated_npu_branch(self, spec: Any, ctx: JobContext, sim: CaseResult) -> CaseResult:
+        """The script compared nothing in SIM: run its NPU branch emulated on the CPU (runtime/evidence/emulated.py)."""
+        assert self.sub.script is not None
+        run_ctx, request = self._prepare(spec)
+        emulated.prepare(request, self.sub.root / self.sub.script, isinstance(spec, TestFunction))
+        return emulated.merge(sim, self._finish(JobContext(**{**ctx.__dict__, "dirs": run_ctx.dirs}), request))
 
     def _without_graph_verify(self, case: Any, ctx: JobContext, failed: CaseResult) -> CaseResult:
         """The kernel failed with graph verify on: run plain SIM to see whose failure it was.
@@ -469,11 +484,6 @@ class _CaseRunner:
         if self.test_double:
             label_test_double(case)
         return case
-
-
-def _listed(case_id: str, text: str) -> bool:
-    """The id appears in the `--list` output as a word of its own."""
-    return re.search(rf"(?<![\w.:-]){re.escape(case_id)}(?![\w.:-])", text) is not None
 
 
 def _script_dir_writable(request: dict[str, Any], dirs: JobDirs, script: str | None) -> None:

@@ -32,6 +32,10 @@ CRASH = "crash"
 TIMEOUT = "timeout"
 RESOURCE_LIMIT = "resource_limit"
 NOT_RUN = "not_run"
+# The stage of a script case that exited 0 and launched no jit kernel: nothing about a kernel to judge.
+NO_KERNEL_STAGE = "no_kernel"
+# The stage of a case this host's Python stopped before any kernel ran (runtime/judge/envgap.py).
+ENVIRONMENT_STAGE = "environment"
 SUSPECT_FAKE_PASS = "suspect_fake_pass"
 SIM_OUTPUT_UNWRITTEN = "sim_output_unwritten"
 SIM_GARBAGE_GRAPH_OK = "sim_garbage_graph_ok"

@@ -121,7 +121,7 @@ def load_script(path: Path, root: Path | None = None, files: list[str] | None = 
     path = path.resolve()
     root = root or imports.tree_root(path)
     if root is None:
-        root, files = path.parent, [path.name]
+        root, files = path.parent, script_dir_files(path)
     elif files is None:
         files = script_files(root, path)
     return Submission(
@@ -157,6 +157,19 @@ def package_submission(root: Path, folder: str, files: list[str], impl: str, gol
     """A gym test folder (test_cases.json, golden) driving the wrapper of a kernel elsewhere in the checkout."""
     case_file = load_case_file(root / folder / CASE_FILE, default_name=Path(folder).name)
     return _package(root, files, case_file, [impl], [golden], sys_path)
+
+
+def script_dir_files(script: Path) -> list[str]:
+    """A script outside any checkout: it and the modules and packages beside it that it imports, transitively.
+
+    Python puts a script's own folder first on sys.path, so `import x_impl` and `from utils.fmt import f`
+    resolve there in a plain run; they travel with the script (relative to its folder, docs/realops.md §3).
+    """
+    here = script.parent
+    files = imports.closure(here, [script], [here])
+    if len(files) > MAX_FILES:
+        raise SubmissionError(f"{script.name}: imports too many files from {here} ({len(files)} > {MAX_FILES})")
+    return files or [script.name]
 
 
 def script_files(root: Path, script: Path) -> list[str]:

@@ -21,6 +21,7 @@ import torch
 
 from runtime.evidence import costmodel, dumps, graph_verify, instrument, metrics
 from runtime.fence import integrity
+from runtime.job import plainrun
 from runtime.devices import standin
 from runtime.intake import testmodule
 from runtime.job import timing
@@ -95,7 +96,8 @@ def _prepare_process(req: dict[str, Any]) -> None:
     os.chdir(req["work_dir"])
     sys.path.insert(0, req["src_dir"])
     # Files that peek `--run_mode` in sys.argv at import (the decorator binding idiom) see the job's mode.
-    sys.argv = [req.get("script") or "crosscheck-case", "--run_mode", req["mode"]]
+    # An emulated NPU branch (runtime.evidence.emulated) tells the script `npu` while the job stays SIM.
+    sys.argv = [req.get("script") or "crosscheck-case", "--run_mode", req.get("script_mode") or req["mode"]]
     torch.set_num_threads(1)
 
 
@@ -433,6 +435,7 @@ def _run_script(req: dict[str, Any], rec: instrument.Recorder) -> int:
     if (Path(req["src_dir"]) / "src").is_dir():  # a checkout's src layout, as `pip install -e .` would give it
         sys.path.insert(1, str(Path(req["src_dir"]) / "src"))
     os.chdir(Path(script).parent)  # scripts read test_cases.json relative to where they are run from
+    plainrun.present_output_dir(Path(script).parent)
     code: int = 0
     graph = _install_graph_verify(req, rec, {}, SCRIPT_GRAPH_TOLERANCE)
     rec.graph_on = graph is not None
@@ -442,7 +445,8 @@ def _run_script(req: dict[str, Any], rec: instrument.Recorder) -> int:
     error = None
     try:
         if req["kind"] == "module":
-            testmodule.call(Path(script), req["function"], req["mode"], _device_argument(req))
+            testmodule.call(Path(script), req["function"], req.get("script_mode") or req["mode"],
+                            _device_argument(req))
         else:
             runpy.run_path(script, run_name="__main__")
     except SystemExit as exc:

@@ -9,8 +9,9 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from runtime.evidence import corroborate
-from runtime.judge import simgap, skew, verdict_diagnoses
+from runtime.judge import envgap
 from runtime import verdicts
+from runtime.judge import simgap, skew, verdict_diagnoses
 from runtime.judge.diagnose import diagnose, is_user_file
 from runtime.fence.jobenv import JobDirs
 from runtime.fence.jobfiles import JobFiles
@@ -270,6 +271,9 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
                 if not d.file:
                     d.file, d.line = error.file, error.line
         diagnoses = verdict_diagnoses.lead(diagnoses, verdict, fail_stage, ctx.golden_fallback, graph)
+    verdict, reason, fail_stage = _not_the_kernels(verdict, reason, fail_stage, ev, error, ctx, checked.launches)
+    if fail_stage == envgap.STAGE and error is not None:
+        diagnoses = [envgap.diagnosis(envgap.missing_package(error, ctx.dirs.src, 0) or "", error)]
     return CaseResult(
         operator=ctx.operator, case=ctx.case, description=ctx.description,
         shapes=ctx.shapes if ctx.shapes is not None else (launches[0].arg_shapes if launches else []),
@@ -284,6 +288,17 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         version_skew=skewed.to_dict() if skewed and verdict == verdicts.VERSION_SKEW else None,
         sim_gap=gap if verdict == verdicts.SIM_UNSUPPORTED else None,
     )
+
+
+def _not_the_kernels(verdict: str, reason: str, stage: str, ev: verdicts.Evidence, error: ErrorInfo | None,
+                     ctx: JobContext, launches: int) -> tuple[str, str, str]:
+    """A script case with no kernel to judge, or one this host's Python stopped: its own stage (runtime.exit_codes)."""
+    if verdict == verdicts.NOT_RUN and ctx.is_script and ev.exit_code == 0 and error is None and launches == 0:
+        return verdict, reason, verdicts.NO_KERNEL_STAGE  # ran cleanly, launched nothing
+    package = envgap.missing_package(error, ctx.dirs.src, launches) if ctx.is_script else None
+    if package and verdict in (verdicts.STRUCTURAL_ERROR, verdicts.NOT_RUN):
+        return verdicts.NOT_RUN, envgap.reason(package), envgap.STAGE
+    return verdict, reason, stage
 
 
 def _graph_verify(events: list[dict[str, Any]], result_ev: dict[str, Any] | None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import socket
 import subprocess
 import sys
@@ -57,8 +58,11 @@ class WarmParent:
 
     parent_module = "runtime.warm.parent"  # run as a module: a fresh exec, never a fork of the caller
 
-    def __init__(self, mode: str = "sim", scratch: Path | None = None):
+    def __init__(self, mode: str = "sim", scratch: Path | None = None, stock_simulator: bool = False):
         self.mode = mode
+        # pypto reads its simulator config once, at import: stock keeps the drawing scripts and the files they
+        # write (merged_swimlane.json) that scripts read as in a plain run (docs/realops.md §9).
+        self.stock_simulator = stock_simulator
         self._owned = None if scratch else OwnedDir(WARM_PREFIX)  # swept if we die (runtime/fence/scratch.py)
         self.scratch = self._owned.path if self._owned else Path(scratch or ".")
         self.scratch.chmod(0o755)
@@ -82,7 +86,11 @@ class WarmParent:
         if self.proc is not None:
             return self.info
         sweep_dead()  # job and warm dirs of predecessors that were killed: nobody else removes them
-        write_sim_config(_pypto_lib_dir(), self.config_path)
+        if self.stock_simulator:
+            shutil.copyfile(_pypto_lib_dir() / "configs" / "tile_fwk_config.json", self.config_path)
+            self.config_path.chmod(0o644)
+        else:
+            write_sim_config(_pypto_lib_dir(), self.config_path)
         for sub in ("home", "logs", "output"):
             (self.scratch / sub).mkdir(exist_ok=True)
         ours, theirs = socket.socketpair()

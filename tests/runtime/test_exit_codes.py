@@ -21,6 +21,8 @@ from runtime import exit_codes as ec
     ("version_skew", "sim", "sim", ec.UNUSABLE),  # written for another pypto: not the kernel's defect
     ("resource_limit", "sim", "sim", ec.INFRA),  # our limit stopped it: raise it, nothing known of the kernel
     ("sim_unsupported", "sim", "sim", ec.INFRA),  # this host's SIM cannot simulate it: no capable host here
+    ("not_run", "sim", "environment", ec.INFRA),  # this host's Python lacks a package the test imports
+    ("not_run", "sim", "sim", ec.KERNEL_DEFECT),  # a script that failed before any kernel ran
 ])
 def test_each_case_gets_its_code(verdict: str, mode: str, stage: str, code: int) -> None:
     assert ec.of_case(verdict, mode, stage) == code
@@ -42,3 +44,15 @@ def test_the_words_say_what_happened_not_just_failed() -> None:
     infra = [{"verdict": "not_run", "stage": "device"}, {"verdict": "pass", "stage": "compare"}]
     assert ec.summary(infra, "npu") == "infrastructure: 1 of 2 case(s) (not run ×1)"
     assert ec.of_cases(infra, "npu") == ec.INFRA
+
+
+def test_a_case_that_launched_no_kernel_counts_for_nothing() -> None:
+    # A script case that exited 0 and launched no jit kernel (one that only creates tensors): no kernel was wrong.
+    idle = {"verdict": "not_run", "stage": "no_kernel"}
+    ran = {"verdict": "sim_output_unwritten", "stage": "sim"}
+    assert ec.of_cases([ran, idle, idle], "sim") == ec.OK
+    assert ec.summary([ran, idle, idle], "sim") == (
+        "acceptable: 1 of 3 case(s) (sim output unwritten ×1); 2 launched no kernel (not run ×2: nothing to judge)")
+    assert ec.of_cases([idle], "sim") == ec.UNUSABLE  # nothing at all was judged: never 0
+    assert ec.summary([idle], "sim") == "unusable input: none of the 1 case(s) launched a kernel (not run ×1)"
+    assert ec.of_cases([idle, {"verdict": "graph_fail", "stage": "graph_verify"}], "sim") == ec.KERNEL_DEFECT

@@ -186,3 +186,19 @@ def test_named_shapes_take_their_own_dtype_over_the_shared_one(tmp_path):
     path.write_text(path.read_text().replace('"gamma_dtype": "float32"', '"gamma_dtype": "float99"'))
     with pytest.raises(SubmissionError, match="float99"):
         load_case_file(path, "add_norm")
+
+
+def test_a_script_outside_a_checkout_takes_what_it_imports_from_its_own_folder(tmp_path):
+    # Python puts a script's folder first on sys.path: `import rope_impl` and `from helpers.fmt import pick`
+    # resolve there in a plain run, so they travel with the script; files it does not import stay behind.
+    from runtime.intake.submission import load_script
+
+    (tmp_path / "rope_impl.py").write_text("import pypto\nfrom helpers.fmt import pick\n")
+    (tmp_path / "helpers").mkdir()
+    (tmp_path / "helpers" / "fmt.py").write_text("def pick():\n    return 1\n")
+    (tmp_path / "unrelated.py").write_text("x = 1\n")
+    script = tmp_path / "run_rope.py"
+    script.write_text("import torch\nimport rope_impl\n\nif __name__ == '__main__':\n    pass\n")
+    sub = load_script(script)
+    assert sub.root == tmp_path.resolve() and sub.script == "run_rope.py"
+    assert sub.files == ["helpers/fmt.py", "rope_impl.py", "run_rope.py"]

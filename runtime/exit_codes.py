@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from runtime import verdicts
+from runtime import verdicts, vocabulary
 
 OK, KERNEL_DEFECT, UNUSABLE, INFRA = 0, 1, 2, 3
-WORDS = {OK: "acceptable", KERNEL_DEFECT: "kernel defect", UNUSABLE: "unusable input", INFRA: "infrastructure"}
+WORDS = vocabulary.CLASS_BY_CODE  # one vocabulary: the CLI, JUnit and the pages say the same words
 _PRECEDENCE = (KERNEL_DEFECT, UNUSABLE, INFRA, OK)
 
 

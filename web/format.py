@@ -118,6 +118,23 @@ def job_status(status: str | None) -> str:
     return STATUS_WORDS.get(status or "", status or "—")
 
 
+def job_badge(job: Any) -> dict[str, str]:
+    """A job's badge: a finished job says its class (acceptable, kernel defect, unusable input,
+    infrastructure) in that class's colour, the words the CLI and JUnit use; others say their status."""
+    status = getattr(job, "status", None)
+    summary = getattr(job, "summary", None) or {}
+    klass = summary.get("class") if status in ("succeeded", "failed") else None
+    if klass in vocabulary.CLASS_CSS:
+        return {"text": klass, "css": vocabulary.CLASS_CSS[klass], "title": f"status {status}: {klass}"}
+    return {"text": job_status(status), "css": f"st-{status}", "title": f"status {status}"}
+
+
+def verdict_class(verdict: str | None, mode: str = "sim", stage: str = "") -> dict[str, str]:
+    """{text, css} of a verdict's class for its mode, for a badge beside the verdict."""
+    klass = vocabulary.verdict_class(verdict, mode, stage)
+    return {"text": klass or "", "css": vocabulary.CLASS_CSS.get(klass or "", "")}
+
+
 def percent(value: Any) -> str:
     return "—" if value is None else f"{float(value) * 100:.3g} %"
 
@@ -171,6 +188,7 @@ def ticks(text: Any) -> Markup:
     return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped))
 
 
-FILTERS = {"ago": ago, "job_status": job_status, "ticks": ticks, "diagnosis_rules": diagnosis_rules, "graph_cell": graph_cell, "sim_diff_of": sim_diff, "slug": slug, "structure": structure,
+FILTERS = {"ago": ago, "job_status": job_status, "job_badge": job_badge, "verdict_class": verdict_class,
+           "nan_inf": numbers.nan_inf, "ticks": ticks, "diagnosis_rules": diagnosis_rules, "graph_cell": graph_cell, "sim_diff_of": sim_diff, "slug": slug, "structure": structure,
            "sig": sig, "magnitude": magnitude, "duration": duration, "percent": percent, "iso": iso,
            "utc_text": utc_text, "verdict_label": label}

@@ -188,7 +188,13 @@ def ticks(text: Any) -> Markup:
     return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped))
 
 
-FILTERS = {"ago": ago, "job_status": job_status, "job_badge": job_badge, "verdict_class": verdict_class,
+def explain(rules: str | None) -> dict[str, Any] | None:
+    from web import fixes  # the rule base loads on first use, not at import
+
+    return fixes.explain(rules)
+
+
+FILTERS = {"explain": explain, "ago": ago, "job_status": job_status, "job_badge": job_badge, "verdict_class": verdict_class,
            "nan_inf": numbers.nan_inf, "ticks": ticks, "diagnosis_rules": diagnosis_rules, "graph_cell": graph_cell, "sim_diff_of": sim_diff, "slug": slug, "structure": structure,
            "sig": sig, "magnitude": magnitude, "duration": duration, "percent": percent, "iso": iso,
            "utc_text": utc_text, "verdict_label": label}

@@ -30,7 +30,9 @@ LABELS = {"sim_garbage_npu_ok": "SIM garbage · NPU ok", "sim_garbage_graph_ok":
           "sim_only_error": "SIM-only error", "npu_only_fail": "NPU-only fail",
           "sim_output_unwritten": "SIM output unwritten", "graph_fail": "graph fail",
           "version_skew": "written for another pypto", "resource_limit": "stopped at a limit",
-          "sim_unsupported": "SIM cannot simulate it"}
+          "sim_unsupported": "SIM cannot simulate it",
+          # the combined verdict id says "awaiting"; whether an NPU job exists is for the page to say
+          "awaiting_npu": "SIM could not decide"}
 
 
 def label(verdict: str | None) -> str:

@@ -152,7 +152,8 @@ def build(points: list[dict[str, Any]], failed_graph: Collection[int] = frozense
             where = f"{NAMES[css]} · job #{run['job_id']}"
             if _garbage(css, value):
                 marker, y = "garbage", TOP + BAND_H / 2 - 2
-                title_ = f"{where} · max |diff| {sig(value)} (≥ 1e{GARBAGE_DECADE}: garbage, drawn in the band)"
+                shown = numbers.sim_diff_text(value, garbage=True) if css == "sim" else sig(value)
+                title_ = f"{where} · max |diff| {shown} (≥ 1e{GARBAGE_DECADE}: garbage, drawn in the band)"
             elif not _finite(value) and not failed:
                 notes.add(f"{NAMES[css]}: non-finite values are left out")
                 continue

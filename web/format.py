@@ -37,7 +37,8 @@ def sim_diff(result: Any, flagged: bool | None = None) -> dict[str, Any]:
     if verdict in SIM_BROKEN_VERDICTS and diff is None:
         return {"text": "—", "garbage": False, "neutral": False, "nan": 0,
                 "title": f"SIM {verdict}: no output to compare"}
-    text = magnitude(diff) if diff is not None else ("NaN" if nan else "—")
+    # an order of magnitude only for garbage (with its tag, in the macro); a measured value as a number
+    text = (magnitude(diff) if garbage else sig(diff)) if diff is not None else ("NaN" if nan else "—")
     title = f"max |diff| = {sig(diff)}" if diff is not None else "no diff"
     if garbage and flagged:
         title += ("; the simulator does not write outputs on CPU hosts, so this is leftover memory, "
@@ -123,7 +124,13 @@ def job_badge(job: Any) -> dict[str, str]:
     infrastructure) in that class's colour, the words the CLI and JUnit use; others say their status."""
     status = getattr(job, "status", None)
     summary = getattr(job, "summary", None) or {}
-    klass = summary.get("class") if status in ("succeeded", "failed") else None
+    klass = None
+    if status in ("succeeded", "failed"):
+        klass = summary.get("class")
+        counts = summary.get("verdicts") or {}
+        # stored before the class was: its verdicts decide it, unless a not_run's class hangs on its stage
+        if klass is None and counts and "not_run" not in counts:
+            klass = vocabulary.cases_class([{"verdict": v} for v in counts], getattr(job, "mode", "sim"))
     if klass in vocabulary.CLASS_CSS:
         return {"text": klass, "css": vocabulary.CLASS_CSS[klass], "title": f"status {status}: {klass}"}
     return {"text": job_status(status), "css": f"st-{status}", "title": f"status {status}"}

@@ -5,7 +5,7 @@ failed graph verify better than graph-verify-mismatch ("the kernel's maths is wr
 send the developer to check maths that never ran. When either applies it comes first and
 graph-verify-mismatch is dropped. A failed graph verify that no log line explained (a script's own
 assert on the graph's result prints no FB4001 line) still gets graph-verify-mismatch from the
-verdict: a noise rule is never the only diagnosis of a kernel defect (docs/diagnosis.md).
+verdict: a noise rule is never the only diagnosis of a kernel defect (docs/dashboard.md §2).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The words every surface uses for a verdict: its class, its label, its colour, its headline.
 
 The CLI (runtime.console), the JUnit writer and every dashboard page import these, so a verdict reads
-the same everywhere (docs/verdicts.md). A verdict's class is what its exit code means
+the same everywhere (docs/dashboard.md §1). A verdict's class is what its exit code means
 (runtime.exit_codes): acceptable, kernel defect, unusable input, infrastructure.
 """
 from __future__ import annotations

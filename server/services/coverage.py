@@ -4,7 +4,7 @@ A case counts for SIM and NPU when its latest state holds a result of that mode,
 verify when that SIM result carries a graph verdict (pass or fail); "unavailable" is no evidence.
 A SIM result counts only when its kernel ran (corroborated launches > 0: a script that never imported
 checked nothing), and never for a script run whole: its one result stands for none of the cases its
-test_cases.json lists (docs/dashboard.md).
+test_cases.json lists (docs/dashboard.md §4).
 """
 from __future__ import annotations
 

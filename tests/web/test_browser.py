@@ -88,7 +88,7 @@ def test_overview_shows_the_flag(page: Any, live: dict[str, Any]) -> None:
     page.goto(live["base"] + "/")
     flagged = page.locator('tbody.op[data-verdict="sim_garbage_npu_ok"]')
     sync_api.expect(flagged.locator(".flag-note")).to_contain_text("not a kernel defect")
-    sync_api.expect(flagged.locator(".garbage").first).to_have_text("10^35 · SIM garbage")
+    sync_api.expect(flagged.locator(".garbage").first).to_have_text("10^35 · SIM garbage (NaN ×16,384)")  # one rendering, NaN count included
     # Real defects come first.
     assert page.locator("tbody.op").first.get_attribute("data-verdict") == "kernel_defect"
     # JavaScript shows timestamps in local time (the server's UTC text stays in the title).

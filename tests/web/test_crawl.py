@@ -199,3 +199,22 @@ def test_every_api_response_matches_its_schema(admin: TestClient, crawled: tuple
             checked += 1
     assert not problems, problems[:10]
     assert checked > 50
+
+
+def test_coverage_counts_only_cases_whose_kernel_ran(admin: TestClient, crawled: tuple[FastAPI, dict[str, Any]]) -> None:
+    """Issue 24: a SIM result with no corroborated launch (a script that never imported, a fake pass) or a
+    script run whole covers nothing, on the overview's and the coverage page's counts alike."""
+    from server.models import CaseResult, CaseState
+
+    app, _info = crawled
+    with app.state.sessionmaker() as session:
+        ran: dict[str, int] = {}
+        for name, launches, case in session.execute(
+                select(Operator.name, CaseResult.kernel_launches, CaseResult.case)
+                .join(CaseState, CaseState.operator_id == Operator.id)
+                .join(CaseResult, CaseResult.id == CaseState.sim_result_id)):
+            ran[name] = ran.get(name, 0) + (launches > 0 and case != "main")
+    items = admin.get("/api/v1/operators?limit=200").json()["items"]
+    counted = {o["name"]: o["coverage"]["sim"] for o in items}
+    assert {n: counted[n] for n in ran} == ran
+    assert ran["golden_fallback"] == 0  # its kernel never launched: SIM covers none of its cases

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.padding import Padding
 
+from runtime import vocabulary
 from runtime.modes import MODES
 from runtime.devices.pypto_api import version_argument
 from client.api_client import Api, Forbidden, Refused, Unreachable
@@ -316,9 +317,9 @@ def _summary(out: Console, run: dict[str, Any], cmp: dict[str, Any], results: li
     if failing:
         out.print(f"Failing for their mode ({len(failing)}):", highlight=False)
         for r in failing[:LISTED]:
-            rule = f" [{r['diagnosis_rules']}]" if r.get("diagnosis_rules") else ""
+            # the deciding evidence and the rule that explains it; a noise rule is never the headline
             out.print(Padding(f"{escape(r['operator'])} / {escape(r['case'])} ({r['mode'].upper()}): "
-                              f"{r['verdict']}{escape(rule)}", (0, 0, 0, 2)), highlight=False)
+                              f"{escape(vocabulary.headline(r))}", (0, 0, 0, 2)), highlight=False)
         if len(failing) > LISTED:
             out.print(f"  ... and {len(failing) - LISTED} more on the suite page", highlight=False)
     if broken:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runtime import verdicts
+from runtime import verdicts, vocabulary
 
 PROPERTIES = ("verdict", "mode", "max_abs_diff", "graph_max_abs_diff", "rtol", "atol", "diagnosis_rules",
               "provenance", "flips", "reused_from_job_id", "job_id")
@@ -28,7 +28,7 @@ class Broken:
 
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
-        return repr(value)
+        return repr(value)  # a property is data: the exact value; messages use runtime.numbers
     return str(value)
 
 
@@ -49,9 +49,10 @@ def _case(parent: ET.Element, suite: str, r: dict[str, Any], run_url: str) -> tu
         failures, errors = 0, 0
     else:
         why = r.get("error") or ("" if r.get("reused_from_job_id") else r.get("note")) or ""
-        diag = f"; diagnosis: {r['diagnosis_rules']}" if r.get("diagnosis_rules") else ""
-        failure = ET.SubElement(tc, "failure", message=f"{r['mode']}: {verdict}{diag}"[:1000], type=verdict)
-        failure.text = f"{r['operator']} / {r['case']} ({r['mode']}): {verdict}\n{why}\n{run_url}"
+        # headed by the class, the deciding evidence and the rule that explains it; noise rules never (runtime.vocabulary)
+        head = vocabulary.headline(r)
+        failure = ET.SubElement(tc, "failure", message=f"{r['mode'].upper()}: {head}"[:1000], type=verdict)
+        failure.text = f"{r['operator']} / {r['case']} ({r['mode'].upper()}): {head}\n{why}\n{run_url}"
         failures, errors = 1, 0
     out = ET.SubElement(tc, "system-out")
     out.text = f"{r.get('provenance') or ''}\n{run_url}"

@@ -16,6 +16,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from runtime import numbers
 from web.charts import (BOTTOM, HEIGHT, LEFT, RIGHT, SMALL_HEIGHT, SMALL_WIDTH, TOP, WIDTH, ZERO_FLOOR_DECADES, Chart,
                         Series, _finite)
 from web.format import FAKE_GRAPH_TEXT, GARBAGE_ABS_DIFF, sig
@@ -151,7 +152,8 @@ def build(points: list[dict[str, Any]], failed_graph: Collection[int] = frozense
             where = f"{NAMES[css]} · job #{run['job_id']}"
             if _garbage(css, value):
                 marker, y = "garbage", TOP + BAND_H / 2 - 2
-                title_ = f"{where} · max |diff| {sig(value)} (≥ 1e{GARBAGE_DECADE}: garbage, drawn in the band)"
+                shown = numbers.sim_diff_text(value, garbage=True) if css == "sim" else sig(value)
+                title_ = f"{where} · max |diff| {shown} (≥ 1e{GARBAGE_DECADE}: garbage, drawn in the band)"
             elif not _finite(value) and not failed:
                 notes.add(f"{NAMES[css]}: non-finite values are left out")
                 continue
@@ -163,6 +165,8 @@ def build(points: list[dict[str, Any]], failed_graph: Collection[int] = frozense
                 marker = "failed" if failed else ("zero" if exact else "")
                 y = y_of(zero_at if exact else math.log10(value))
                 title_ = f"{where} · max |diff| {'0 (exact)' if exact else sig(value)}" + (" · ✗ failed" if failed else "")
+                if css == "sim" and not exact:
+                    title_ = f"{where} · max |diff| {numbers.sim_diff_text(value, garbage=True)}"
             series[css].points.append({"x": x + OFFSET[css], "y": y, "marker": marker, "title": title_})
     step = max(1, math.ceil((hi - lo) / (3 if small else 6)))
     y_ticks = [{"y": y_of(d), "label": "0" if d == zero_at and lo == zero_at else f"1e{d}"}
@@ -185,8 +189,9 @@ def _compact(values: list[tuple[str, Any, dict[str, Any], bool]], tol: float | N
     for css, value, _run, failed in values:
         if failed and (value is None or value == 0):
             text, cls = f"✗ {FAKE_GRAPH_TEXT}", "bad words"  # a sentence: it may wrap
-        elif _garbage(css, value):
-            text, cls = f"{sig(value)} (garbage)", "muted"
+        elif _garbage(css, value) or (css == "sim" and value):
+            # SIM raw on a CPU host is leftover memory at any size: the one garbage rendering (runtime.numbers)
+            text, cls = numbers.sim_diff_text(value, garbage=True), "muted"
         else:
             text, cls = ("✗ " if failed else "") + sig(value), "bad" if failed else ""
         facts.append({"name": NAMES[css], "text": text, "css": cls})

@@ -8,10 +8,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from runtime import numbers, verdicts
+
 GRAPH_STAGE = "graph verify"
 # Verdicts where the comparison ran and its result condemned (or was refused for) the kernel.
 REJECTED_AT_COMPARE = ("precision_fail", "suspect_fake_pass")
 GRAPH_STATUS = {"pass": "ok", "fail": "rejected", "error": "error", "unavailable": "skipped"}
+# Every figure the Metrics box shows: a source that measured fewer (graph verify of an output the
+# kernel never wrote measures none) shows "—" for the rest, never an error.
+METRIC_KEYS = ("max_abs_diff", "max_rel_diff", "mismatch_ratio", "mismatch_count", "numel", "nan_count", "inf_count",
+               "output_abs_max", "golden_abs_max", "rtol", "atol", "shape_match", "dtype_match")
+
+
+def complete(metrics: dict[str, Any] | None) -> dict[str, Any]:
+    """The metrics with every METRIC_KEYS key present (None where not measured)."""
+    return {**dict.fromkeys(METRIC_KEYS), **(metrics or {})}
 
 
 def stages(report: dict[str, Any], verdict: str) -> list[dict[str, Any]]:
@@ -41,15 +52,16 @@ def deciding(report: dict[str, Any], mode: str) -> dict[str, Any] | None:
     judged, else the SIM output's own. {source, status, metrics, garbage_raw}."""
     metrics = report.get("metrics") or None
     if mode == "npu":
-        return {"source": "NPU", "status": _status(report.get("precision")), "metrics": metrics, "raw": None}
+        return {"source": "NPU", "status": _status(report.get("precision")), "metrics": complete(metrics), "raw": None}
     gv = report.get("graph_verify") or {}
     if gv.get("status") in ("pass", "fail"):
         return {"source": "graph verify", "status": "ok" if gv["status"] == "pass" else "bad",
-                "metrics": gv.get("metrics") or {}, "reason": gv.get("reason") or "",
-                "unwritten": gv.get("output_written") is False, "raw": metrics}
+                "metrics": complete(gv.get("metrics")), "reason": gv.get("reason") or "",
+                "unwritten": gv.get("output_written") is False, "raw": complete(metrics) if metrics else None}
     if metrics is None:
         return None
-    return {"source": "SIM output", "status": _status(report.get("precision")), "metrics": metrics, "raw": None}
+    return {"source": "SIM output", "status": _status(report.get("precision")), "metrics": complete(metrics),
+            "raw": None}
 
 
 def _status(precision: Any) -> str:
@@ -65,3 +77,27 @@ def cost_warning(cost: dict[str, Any] | None) -> str:
         return ("The cost model recorded 0 tasks / 0 µs: the simulator scheduled no kernel work, "
                 "so these figures measure nothing (the kernel did not reach the cores).")
     return ""
+
+
+def lead(decided: dict[str, Any] | None, verdict: str, mode: str, output_written: bool | None) -> dict[str, Any] | None:
+    """The line a case's section opens with: what decided its verdict and the numbers against the
+    tolerance, in the one formatter (runtime.numbers). None when nothing was compared."""
+    if decided is None:
+        return None
+    m = decided["metrics"]
+    ok = verdicts.acceptable(verdict, mode)
+    if decided.get("unwritten"):
+        evidence = "the kernel never wrote the output, so there is nothing of the kernel's to compare"
+    elif decided["source"] == "SIM output" and numbers.is_sim_garbage(m["max_abs_diff"], m["nan_count"],
+                                                                       output_written, verdict):
+        evidence = f"max |diff| {numbers.sim_diff_text(m['max_abs_diff'], m['nan_count'], garbage=True)}"
+    else:
+        evidence = f"max |diff| {numbers.sig(m['max_abs_diff'])}"
+        if m["atol"] is not None:
+            evidence += f" / atol {numbers.sig(m['atol'])}"
+        if m["mismatch_count"]:
+            evidence += f" · {numbers.sig(m['mismatch_count'])} of {numbers.sig(m['numel'])} elements mismatched"
+        counts = numbers.nan_inf(m["nan_count"], m["inf_count"])
+        if counts not in ("none", "—"):
+            evidence += f" · {counts}"
+    return {"source": f"Decided by {decided['source']}", "evidence": evidence, "ok": ok}

@@ -8,48 +8,14 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-# A SIM output is leftover memory on CPU hosts; past this the "diff" is noise, not a measurement.
-GARBAGE_ABS_DIFF = 1e6
-SIM_GARBAGE_VERDICTS = ("sim_output_unwritten", "sim_garbage_graph_ok")
-SIM_BROKEN_VERDICTS = ("structural_error", "crash", "timeout", "resource_limit", "not_run")
+from runtime import numbers, vocabulary
 
-
-def sig(value: Any, digits: int = 3) -> str:
-    """A number with `digits` significant digits: 0.000123 -> 1.23e-4, 1234.5 -> 1.23e+3 -> '1230'."""
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return str(value)
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return str(value)
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "∞" if x > 0 else "−∞"
-    if x == 0:
-        return "0"
-    if x == int(x) and abs(x) < 1e6:
-        return f"{int(x):,}"
-    if 1e-3 <= abs(x) < 1e6:
-        return f"{x:.{digits}g}"
-    mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
-    return f"{mantissa}e{int(exponent)}"
-
-
-def magnitude(value: Any) -> str:
-    """The order of magnitude, as '10^31'; '0' for an exact match."""
-    if value is None:
-        return "—"
-    x = float(value)
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "∞"
-    if x == 0:
-        return "0"
-    return f"10^{math.floor(math.log10(abs(x)))}"
+# One formatter and one vocabulary for the CLI, JUnit and the pages (runtime.numbers, runtime.vocabulary).
+GARBAGE_ABS_DIFF = numbers.GARBAGE_ABS_DIFF
+SIM_GARBAGE_VERDICTS = numbers.SIM_GARBAGE_VERDICTS
+SIM_BROKEN_VERDICTS = numbers.SIM_BROKEN_VERDICTS
+sig = numbers.sig
+magnitude = numbers.magnitude
 
 
 def sim_diff(result: Any, flagged: bool | None = None) -> dict[str, Any]:
@@ -67,15 +33,12 @@ def sim_diff(result: Any, flagged: bool | None = None) -> dict[str, Any]:
     diff = getattr(result, "max_abs_diff", None)
     nan = int(getattr(result, "nan_count", None) or 0)
     verdict = getattr(result, "verdict", None)
-    unwritten = getattr(result, "output_written", None) is False or verdict in SIM_GARBAGE_VERDICTS
-    huge = diff is not None and (math.isnan(diff) or math.isinf(diff) or abs(diff) >= GARBAGE_ABS_DIFF)
-    # An exact match is evidence, not garbage (a fake pass matches because the kernel never ran).
-    exact = diff == 0 and not nan
-    garbage = bool(diff is not None or nan) and (unwritten or huge) and not exact and verdict != "suspect_fake_pass"
+    garbage = numbers.is_sim_garbage(diff, nan, getattr(result, "output_written", None), verdict)
     if verdict in SIM_BROKEN_VERDICTS and diff is None:
         return {"text": "—", "garbage": False, "neutral": False, "nan": 0,
                 "title": f"SIM {verdict}: no output to compare"}
-    text = magnitude(diff) if diff is not None else ("NaN" if nan else "—")
+    # an order of magnitude only for garbage (with its tag, in the macro); a measured value as a number
+    text = (magnitude(diff) if garbage else sig(diff)) if diff is not None else ("NaN" if nan else "—")
     title = f"max |diff| = {sig(diff)}" if diff is not None else "no diff"
     if garbage and flagged:
         title += ("; the simulator does not write outputs on CPU hosts, so this is leftover memory, "
@@ -83,7 +46,7 @@ def sim_diff(result: Any, flagged: bool | None = None) -> dict[str, Any]:
     elif garbage:
         title += ("; the simulator does not write outputs on CPU hosts, so this is leftover memory: "
                   "no evidence either way (graph verify and the NPU decide)")
-    return {"text": text, "garbage": garbage, "neutral": garbage and not flagged, "nan": nan, "title": title}
+    return {"text": text, "garbage": garbage, "neutral": garbage, "nan": nan, "title": title}  # one look: never evidence
 
 
 FAKE_GRAPH_TEXT = "failed: output identical to the golden but not written by the kernel"
@@ -105,14 +68,14 @@ def graph_cell(status: str | None, diff: Any) -> dict[str, str]:
     return {"text": "—", "css": "muted", "title": "no graph verify result"}
 
 
-NOISE_PREFIX = "noise-"  # runtime.judge.diagnose: known-benign pypto log lines
+NOISE_PREFIX = vocabulary.NOISE_PREFIX
 
 
 def diagnosis_rules(rules: str | None) -> dict[str, Any]:
     """A stored space-separated rule list as {shown: real rules, noise: how many benign ones}."""
     ids = (rules or "").split()
-    return {"shown": [r for r in ids if not r.startswith(NOISE_PREFIX)],
-            "noise": sum(1 for r in ids if r.startswith(NOISE_PREFIX))}
+    shown = vocabulary.explaining_rules(ids)
+    return {"shown": shown, "noise": len(ids) - len(shown)}
 
 
 def duration(seconds: Any) -> str:
@@ -156,6 +119,29 @@ def job_status(status: str | None) -> str:
     return STATUS_WORDS.get(status or "", status or "—")
 
 
+def job_badge(job: Any) -> dict[str, str]:
+    """A job's badge: a finished job says its class (acceptable, kernel defect, unusable input,
+    infrastructure) in that class's colour, the words the CLI and JUnit use; others say their status."""
+    status = getattr(job, "status", None)
+    summary = getattr(job, "summary", None) or {}
+    klass = None
+    if status in ("succeeded", "failed"):
+        klass = summary.get("class")
+        counts = summary.get("verdicts") or {}
+        # stored before the class was: its verdicts decide it, unless a not_run's class hangs on its stage
+        if klass is None and counts and "not_run" not in counts:
+            klass = vocabulary.cases_class([{"verdict": v} for v in counts], getattr(job, "mode", "sim"))
+    if klass in vocabulary.CLASS_CSS:
+        return {"text": klass, "css": vocabulary.CLASS_CSS[klass], "title": f"status {status}: {klass}"}
+    return {"text": job_status(status), "css": f"st-{status}", "title": f"status {status}"}
+
+
+def verdict_class(verdict: str | None, mode: str = "sim", stage: str = "") -> dict[str, str]:
+    """{text, css} of a verdict's class for its mode, for a badge beside the verdict."""
+    klass = vocabulary.verdict_class(verdict, mode, stage)
+    return {"text": klass or "", "css": vocabulary.CLASS_CSS.get(klass or "", "")}
+
+
 def percent(value: Any) -> str:
     return "—" if value is None else f"{float(value) * 100:.3g} %"
 
@@ -178,16 +164,7 @@ def utc_text(value: datetime | None) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def label(verdict: str | None) -> str:
-    """A verdict id as words: sim_garbage_npu_ok -> 'sim garbage, npu ok'."""
-    if not verdict:
-        return "—"
-    words = {"sim_garbage_npu_ok": "SIM garbage · NPU ok", "sim_garbage_graph_ok": "SIM garbage · graph ok",
-             "sim_only_error": "SIM-only error", "npu_only_fail": "NPU-only fail",
-             "sim_output_unwritten": "SIM output unwritten", "graph_fail": "graph fail",
-             "version_skew": "written for another pypto", "resource_limit": "stopped at a limit",
-             "sim_unsupported": "SIM cannot simulate it"}
-    return words.get(verdict, verdict.replace("_", " "))
+label = vocabulary.label
 
 
 def slug(case: str) -> str:
@@ -218,6 +195,13 @@ def ticks(text: Any) -> Markup:
     return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped))
 
 
-FILTERS = {"ago": ago, "job_status": job_status, "ticks": ticks, "diagnosis_rules": diagnosis_rules, "graph_cell": graph_cell, "sim_diff_of": sim_diff, "slug": slug, "structure": structure,
+def explain(rules: str | None) -> dict[str, Any] | None:
+    from web import fixes  # the rule base loads on first use, not at import
+
+    return fixes.explain(rules)
+
+
+FILTERS = {"explain": explain, "ago": ago, "job_status": job_status, "job_badge": job_badge, "verdict_class": verdict_class,
+           "nan_inf": numbers.nan_inf, "ticks": ticks, "diagnosis_rules": diagnosis_rules, "graph_cell": graph_cell, "sim_diff_of": sim_diff, "slug": slug, "structure": structure,
            "sig": sig, "magnitude": magnitude, "duration": duration, "percent": percent, "iso": iso,
            "utc_text": utc_text, "verdict_label": label}

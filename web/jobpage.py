@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from runtime.evidence import costmodel
+from runtime import vocabulary
 from server.blobs import BlobStore
 from server.errors import DomainError
 from server.models import CaseResult, Job, Submission
@@ -24,7 +25,6 @@ from server.services import artifacts as artifact_service
 from server.services import jobs as job_service
 from server.services import queries
 from web import charts, evidence, source
-from web import format as fmt
 
 log = logging.getLogger(__name__)
 CASE_DIR = re.compile(r"(?:^|/)(\d{3})-[^/]+/")
@@ -45,6 +45,7 @@ class CaseView:
     noise: int = 0  # benign pypto log lines the diagnosis hid
     deciding: dict[str, Any] | None = None  # web.evidence.deciding
     cost_warning: str = ""
+    lead: dict[str, Any] | None = None  # web.evidence.lead: the deciding evidence, shown first
 
     @property
     def report(self) -> dict[str, Any]:
@@ -87,7 +88,7 @@ def _case(blobs: BlobStore, job: Job, sub: Submission | None, index: int, r: Cas
     rep = r.report or {}
     diagnoses, noise = [], 0
     for d in rep.get("diagnosis") or []:
-        if str(d.get("rule", "")).startswith(fmt.NOISE_PREFIX):
+        if vocabulary.is_noise(str(d.get("rule", ""))):
             noise += 1  # a known-benign log line: a footnote, never a card
             continue
         excerpt = source.excerpt(sources, d.get("file", ""), int(d.get("line") or 0))
@@ -95,6 +96,7 @@ def _case(blobs: BlobStore, job: Job, sub: Submission | None, index: int, r: Cas
     view = CaseView(r, index, evidence.stages(rep, r.verdict), diagnoses, files)
     view.noise = noise
     view.deciding = evidence.deciding(rep, job.mode)
+    view.lead = evidence.lead(view.deciding, r.verdict, job.mode, rep.get("output_written"))
     view.cost_warning = evidence.cost_warning(rep.get("cost_model"))
     target = PurePosixPath(sub.filename).name if sub else r.operator
     view.reproduce = " ".join(["crosscheck", "run", shlex.quote(target), "--mode", job.mode, "--case",

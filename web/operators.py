@@ -9,6 +9,7 @@ from fastapi.responses import HTMLResponse
 
 from server.api.deps import SessionDep
 from server.models.base import utcnow
+from server.models.job import AWAITING_NPU, QUEUED, RUNNING
 from server.services import commit_history, history, queries
 from server.services.combined import FLAGGED
 from web import case_charts, charts, diff_chart
@@ -22,6 +23,7 @@ HISTORY_BUCKETS = 100  # longer ranges are drawn as min/max per time bucket (doc
 RANGES_DAYS = {"90d": 90, "1y": 365}
 Range = Literal["runs", "90d", "1y"]
 RECENT_JOBS = 20
+PENDING = (QUEUED, RUNNING, AWAITING_NPU)  # an NPU job in these states is what "awaiting NPU" may point at
 
 
 def history_window(range_: str, case: str | None = None) -> history.Window:
@@ -44,11 +46,13 @@ def operator_page(request: Request, name: str, session: SessionDep, caller: Read
     row = operator_row(operator, queries.case_summaries(session, [operator.id])[operator.id])
     per_case = None if case else case_charts.build(session, operator.id, history_window(range), runs,
                                                    {c["case"]: c["combined_verdict"] for c in row["cases"]})
+    jobs = queries.recent_jobs(session, RECENT_JOBS, operator_id=operator.id)
     return render(request, "operator.html", caller, op=operator, row=row, history=runs, range=range,
+                  npu_pending=[j for j in jobs if j.mode == "npu" and j.status in PENDING],
                   history_runs=HISTORY_RUNS, case=case, per_case=per_case,
                   flagged=operator.combined_verdict in FLAGGED,
                   diff_chart=diff_chart.build(runs, failed), graph_failed=failed,
                   time_chart=charts.linear_trend(runs, "aicore_time_us", "AICore time", "cost", "µs"),
                   util_chart=charts.linear_trend(runs, "utilization", "utilisation", "util", "%", scale=100),
-                  jobs=queries.recent_jobs(session, RECENT_JOBS, operator_id=operator.id),
+                  jobs=jobs,
                   commits=commit_history.by_commit(session, operator.id))

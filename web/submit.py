@@ -21,9 +21,11 @@ router = APIRouter(route_class=HtmlRoute)
 
 
 @router.get("/submit", response_class=HTMLResponse, name="submit")
-def submit_form(request: Request, caller: Submitter, settings: SettingsDep, session: SessionDep) -> HTMLResponse:
+def submit_form(request: Request, caller: Submitter, settings: SettingsDep, session: SessionDep,
+                mode: str = "") -> HTMLResponse:
+    """?mode=npu: the NPU box ticked (the operator page links here when SIM could not decide)."""
     serving = workers.serving(session, settings.job_heartbeat_s, tuple(MODES))
-    return render(request, "submit.html", caller, modes=MODES,
+    return render(request, "submit.html", caller, modes=MODES, checked=mode if mode in MODES else "sim",
                   max_upload_mb=settings.max_upload_bytes / 1024 / 1024,
                   unserved={m: s for m, s in serving.items() if not s["online"]})
 

@@ -58,6 +58,7 @@ def suite_run_page(request: Request, run_id: int, session: SessionDep, caller: R
                                    operator=operator.strip() or None, flaky_only=show == "flaky",
                                    failing_only=show == "failing", source=show if show in ("reused", "upload") else None)
     results, next_cursor = suite_queries.run_results(session, run, f, cursor, RESULTS_PER_PAGE)
+    results = failing_first(results)
     other, comparison = suite_queries.comparison(session, run, None)
     params = {"verdict": verdict, "mode": mode, "operator": operator, "show": show}
     return render(request, "suite_run.html", caller, run=run, results=results, other=other,
@@ -86,6 +87,15 @@ def compare_form(request: Request, session: SessionDep, caller: Reader, run: int
     if run < 1 or other < 1:
         raise InvalidInput("choose two runs to compare")
     return RedirectResponse(f"/suite-runs/{run}/compare/{other}", status_code=303)  # type: ignore[return-value]
+
+
+def failing_first(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A page of results with the cases failing for their mode first, as the overview orders operators
+    (the query pages by id; a run of up to RESULTS_PER_PAGE results is one page)."""
+    def failing(r: dict[str, Any]) -> bool:
+        return r["verdict"] is not None and not verdicts.acceptable(r["verdict"], r["mode"])
+
+    return sorted(results, key=lambda r: (not failing(r), r["operator"], r["case"], r["mode"], r["attempt"]))
 
 
 def _recent(session: Any, run: Any) -> list[Any]:

@@ -15,40 +15,28 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from runtime import numbers, verdicts, vocabulary
 from runtime.judge import simgap
-from runtime import verdicts
 from runtime.report import CaseResult, Diagnosis, Report
 
-NOISE_PREFIX = "noise-"
-VERDICT_STYLE = {
-    "pass": "bold green", "sim_output_unwritten": "cyan", "precision_fail": "bold red",
-    "structural_error": "bold red", "crash": "bold red", "timeout": "bold red", "resource_limit": "bold red", "not_run": "yellow",
-    "suspect_fake_pass": "bold magenta", "sim_garbage_graph_ok": "green", "graph_fail": "bold red",
-    "version_skew": "bold yellow",
-}
+NOISE_PREFIX = vocabulary.NOISE_PREFIX
 
 
 def fmt(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value == 0:
-        return "0"
-    return f"{value:.3g}"
+    """A number as every surface writes it (runtime.numbers), '-' when absent."""
+    return "-" if value is None else numbers.sig(value)
 
 
 def _diff_text(case: CaseResult, mode: str) -> str:
     m = case.metrics
     if not m:
         return "-"
-    text = fmt(m.get("max_abs_diff"))
-    extra = []
-    if m.get("nan_count"):
-        extra.append(f"{m['nan_count']} NaN")
-    if m.get("inf_count"):
-        extra.append(f"{m['inf_count']} inf")
-    if mode == "sim" and case.output_written is False and case.verdict != verdicts.SUSPECT_FAKE_PASS:
-        extra.append("SIM garbage: output unwritten")
-    return text + (f" ({', '.join(extra)})" if extra else "")
+    diff, nan = m.get("max_abs_diff"), m.get("nan_count")
+    if mode == "sim" and numbers.is_sim_garbage(diff, nan, case.output_written, case.verdict):
+        return numbers.sim_diff_text(diff, nan, garbage=True)  # as the pages show it: never a plain number
+    text = fmt(diff)
+    counts = numbers.nan_inf(nan or 0, m.get("inf_count") or 0)
+    return text + (f" ({counts})" if counts != "none" else "")
 
 
 def _graph_text(case: CaseResult) -> str:
@@ -68,11 +56,13 @@ def _aicore_text(case: CaseResult) -> str:
     return fmt(case.cost_model.aicore_time_us) if case.cost_model else "-"
 
 
-def _verdict(case: CaseResult) -> Text:
-    return Text(case.verdict, style=VERDICT_STYLE.get(case.verdict, ""), no_wrap=True)
+def _verdict(case: CaseResult, mode: str) -> Text:
+    """The verdict id, coloured by its class (runtime.vocabulary: the pages use the same classes)."""
+    klass = vocabulary.verdict_class(case.verdict, mode, case.stage)
+    return Text(case.verdict, style=vocabulary.CLASS_RICH.get(klass or "", ""), no_wrap=True)
 
 
-_COLUMNS = ("case", "verdict", "structure", "stage", "launches", "written", "max |diff|", "graph", "AICore µs",
+_COLUMNS = ("case", "verdict", "structure", "stage", "launches", "written", "max |diff|", "graph", numbers.AICORE_US,
             "time s")
 
 
@@ -110,18 +100,18 @@ def _wide_table(report: Report, rows: list[list[str]]) -> Table:
     for col in _COLUMNS:
         table.add_column(col, no_wrap=True)
     for case, row in zip(report.cases, rows):
-        table.add_row(escape(row[0]), _verdict(case), *(escape(cell) for cell in row[2:]))
+        table.add_row(escape(row[0]), _verdict(case, report.mode), *(escape(cell) for cell in row[2:]))
     return table
 
 
 def _print_stacked(report: Report, console: Console) -> None:
     """One block per case: the verdict on the first line, then the deciding evidence first."""
     for case in report.cases:
-        head = Text.assemble((case.case, "bold"), "  ", _verdict(case), f"  {case.duration_s:.2f} s")
+        head = Text.assemble((case.case, "bold"), "  ", _verdict(case, report.mode), f"  {case.duration_s:.2f} s")
         console.print(head, overflow="fold")
         graph = _graph_text(case)
         evidence = [f"graph {graph}"] if graph != "-" else []
-        evidence += [f"max |diff| {_diff_text(case, report.mode)}", f"AICore µs {_aicore_text(case)}"]
+        evidence += [f"max |diff| {_diff_text(case, report.mode)}", f"{numbers.AICORE_US} {_aicore_text(case)}"]
         _print_indented(console, " · ".join(evidence), 2)
         _print_indented(console, f"structure {_structure_text(case)} · stage {case.stage or '-'} · "
                                  f"{case.kernel_launches} launch(es) · written {_written_text(case)}", 2)

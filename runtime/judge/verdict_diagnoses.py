@@ -3,12 +3,15 @@
 A golden fallback found by lint, or an output the kernel never wrote, explains a fake pass or a
 failed graph verify better than graph-verify-mismatch ("the kernel's maths is wrong"), which would
 send the developer to check maths that never ran. When either applies it comes first and
-graph-verify-mismatch is dropped.
+graph-verify-mismatch is dropped. A failed graph verify that no log line explained (a script's own
+assert on the graph's result prints no FB4001 line) still gets graph-verify-mismatch from the
+verdict: a noise rule is never the only diagnosis of a kernel defect (docs/dashboard.md §2).
 """
 from __future__ import annotations
 
 from typing import Any
 
+from runtime.judge import diagnose
 from runtime.report import Diagnosis
 
 GRAPH_MISMATCH = "graph-verify-mismatch"
@@ -46,7 +49,20 @@ def lead(diagnoses: list[Diagnosis], verdict: str, stage: str, golden_fallback: 
         own.append(GOLDEN_FALLBACK)
     if graph and graph.get("status") == "fail" and graph.get("output_written") is False:
         own.append(OUTPUT_NOT_WRITTEN)
+    explained = any(not d.rule.startswith(diagnose.NOISE_PREFIX) for d in diagnoses)
+    if not own and verdict == "graph_fail" and not explained:
+        own.append(_graph_mismatch(graph))
+        return [Diagnosis(**{**d.__dict__, "stage": stage}) for d in own] + diagnoses
     if not own:
         return diagnoses
     own = [Diagnosis(**{**d.__dict__, "stage": stage}) for d in own]
     return own + [d for d in diagnoses if d.rule != GRAPH_MISMATCH]
+
+
+def _graph_mismatch(graph: dict[str, Any] | None) -> Diagnosis:
+    """graph-verify-mismatch from the rule base, its evidence the graph's own numbers."""
+    rule = next(r for r in diagnose.load_rules() if r.id == GRAPH_MISMATCH)
+    m = (graph or {}).get("metrics") or {}
+    evidence = ", ".join(f"{k} {m[k]}" for k in ("max_abs_diff", "atol", "mismatch_count", "numel") if m.get(k) is not None)
+    return Diagnosis(rule=rule.id, cause=rule.cause, fix=rule.fix, sim_only=rule.sim_only,
+                     evidence=f"graph verify: {evidence}" if evidence else "graph verify failed", origin="verdict")

@@ -76,7 +76,9 @@ def combine(sim: str | None, npu: str | None) -> tuple[str, str]:
                                           "defect; graph verify matched the golden")
         if sim == "pass":
             return AWAITING_NPU, "SIM passed; hardware precision needs an NPU run"
-        return AWAITING_NPU, "SIM structure OK; waiting for an NPU result"
+        # Nothing is waiting unless an NPU job exists (the pages say which): SIM could not decide.
+        return AWAITING_NPU, ("SIM ran the kernel but could not judge its maths (graph verify gave no verdict); "
+                              "an NPU run would decide")
     if npu in _NPU_BROKEN:
         if sim is None or sim in _SIM_BROKEN:
             return STRUCTURAL_ERROR, f"NPU: {npu}" + (f", SIM: {sim}" if sim else "")

@@ -2,13 +2,16 @@
 
 A case counts for SIM and NPU when its latest state holds a result of that mode, and for graph
 verify when that SIM result carries a graph verdict (pass or fail); "unavailable" is no evidence.
+A SIM result counts only when its kernel ran (corroborated launches > 0: a script that never imported
+checked nothing), and never for a script run whole: its one result stands for none of the cases its
+test_cases.json lists (docs/dashboard.md §4).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import case, func, select
+from sqlalchemy import and_, case, func, select
 from sqlalchemy.orm import Session
 
 from server.models import CaseResult, CaseState
@@ -16,6 +19,12 @@ from server.models import CaseResult, CaseState
 MODES = ("sim", "graph", "npu")
 LABELS = {"sim": "SIM", "graph": "graph", "npu": "NPU"}
 GRAPH_JUDGED = ("pass", "fail")
+RUN_WHOLE_CASE = "main"  # the case name of a script run whole (runtime.runner.MAIN_CASE)
+
+
+def kernel_ran(result: Any) -> bool:
+    """Whether a SIM result checked anything: its kernel launched, and it is not a run-whole script's."""
+    return result is not None and (result.kernel_launches or 0) > 0 and result.case != RUN_WHOLE_CASE
 
 
 @dataclass(frozen=True)
@@ -38,8 +47,8 @@ class Coverage:
 
 def of_cases(cases: list[dict[str, Any]]) -> Coverage:
     """Coverage of case summaries as queries.case_summaries returns them."""
-    return Coverage(total=len(cases), sim=sum(1 for c in cases if c.get("sim") is not None),
-                    graph=sum(1 for c in cases if c.get("sim") is not None
+    return Coverage(total=len(cases), sim=sum(1 for c in cases if kernel_ran(c.get("sim"))),
+                    graph=sum(1 for c in cases if kernel_ran(c.get("sim"))
                               and c["sim"].graph_status in GRAPH_JUDGED),
                     npu=sum(1 for c in cases if c.get("npu") is not None))
 
@@ -48,9 +57,11 @@ def for_operators(session: Session, operator_ids: list[int]) -> dict[int, Covera
     """Coverage of many operators in one aggregate query."""
     if not operator_ids:
         return {}
-    graph = case((CaseResult.graph_status.in_(GRAPH_JUDGED), 1), else_=0)
+    ran = and_(CaseResult.kernel_launches > 0, CaseResult.case != RUN_WHOLE_CASE)
+    sim = case((ran, 1), else_=0)
+    graph = case((and_(ran, CaseResult.graph_status.in_(GRAPH_JUDGED)), 1), else_=0)
     rows = session.execute(
-        select(CaseState.operator_id, func.count(), func.count(CaseState.sim_result_id),
+        select(CaseState.operator_id, func.count(), func.coalesce(func.sum(sim), 0),
                func.coalesce(func.sum(graph), 0), func.count(CaseState.npu_result_id))
         .outerjoin(CaseResult, CaseResult.id == CaseState.sim_result_id)
         .where(CaseState.operator_id.in_(operator_ids)).group_by(CaseState.operator_id))

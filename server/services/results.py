@@ -15,7 +15,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from runtime import report as runtime_report
-from runtime import verdicts
+from runtime import verdicts, vocabulary
 from runtime.report import SCHEMA_VERSION
 from server.blobs import BlobStore
 from server.errors import InvalidInput
@@ -112,10 +112,12 @@ def case_values(job: Job, attempt: int, sub: Submission | None, case: dict[str, 
 
 
 def _summary(rows: list[CaseResult]) -> dict[str, Any]:
+    """Verdict counts, and the job's class in the one vocabulary (runtime.vocabulary: the worst case's)."""
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.verdict] = counts.get(row.verdict, 0) + 1
-    return {"verdicts": counts, "cases": len(rows)}
+    klass = vocabulary.cases_class(rows, rows[0].mode) if rows else None
+    return {"verdicts": counts, "cases": len(rows), "class": klass}
 
 
 def _update_latest(session: Session, job: Job, rows: list[CaseResult]) -> None:

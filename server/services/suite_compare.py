@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime import verdicts
+from runtime import verdicts, vocabulary
 from server.services import combined
 
 DIFF_GROWTH = 10.0
@@ -98,6 +98,16 @@ def diff_growth(before: CaseOutcome, after: CaseOutcome, mode: str) -> str | Non
     return None
 
 
+def _evidence(outcome: CaseOutcome, mode: str) -> str:
+    """'; graph verify max |diff| 3.2 · diagnosis graph-verify-mismatch': what stands behind a regression,
+    never a noise rule (runtime.vocabulary)."""
+    parts = [vocabulary.deciding_text(mode, outcome.verdict, outcome.max_abs_diff, outcome.graph_max_abs_diff)]
+    rules = vocabulary.explaining_rules(outcome.diagnosis_rules)
+    parts.append(f"diagnosis {', '.join(rules)}" if rules else "")
+    text = " · ".join(p for p in parts if p)
+    return f"; {text}" if text else ""
+
+
 def compare(before: dict[Key, CaseOutcome], after: dict[Key, CaseOutcome]) -> Comparison:
     """Case-by-case comparison of two runs (pending cases are skipped on either side)."""
     out = Comparison()
@@ -117,7 +127,8 @@ def compare(before: dict[Key, CaseOutcome], after: dict[Key, CaseOutcome]) -> Co
         grown = diff_growth(old, new, mode)
         if s_new > s_old:
             out.regressions.append(Change(op, case, mode, old.verdict, new.verdict,
-                                          f"{old.verdict} -> {new.verdict}" + (f"; {grown}" if grown else "")))
+                                          f"{old.verdict} -> {new.verdict}" + (f"; {grown}" if grown else "")
+                                          + _evidence(new, mode)))
         elif grown:
             out.regressions.append(Change(op, case, mode, old.verdict, new.verdict, grown))
         elif s_old > 0 and s_new == 0 and not new.verified:  # a pass nobody verified fixes nothing

@@ -74,7 +74,7 @@ def run_results(session: Session, run: SuiteRun, f: ResultFilter, cursor: int | 
     min_flips = suite.flaky_min_flips if suite else 2
     stmt = (select(SuiteRunResult, CaseResult.source, CaseResult.source_name, CaseResult.device,
                    CaseResult.max_rel_diff, CaseResult.rtol, CaseResult.atol, CaseResult.error_type,
-                   CaseResult.error_message, CaseResult.duration_s)
+                   CaseResult.error_message, CaseResult.duration_s, CaseResult.graph_status, CaseResult.stage)
             .outerjoin(CaseResult, CaseResult.id == SuiteRunResult.case_result_id)
             .where(SuiteRunResult.suite_run_id == run.id))
     if f.verdict:
@@ -97,7 +97,7 @@ def run_results(session: Session, run: SuiteRun, f: ResultFilter, cursor: int | 
         stmt = stmt.where(SuiteRunResult.id > cursor)
     rows = session.execute(stmt.order_by(SuiteRunResult.id).limit(limit + 1)).all()
     out = []
-    for row, source, source_name, device, rel, rtol, atol, etype, emsg, took in rows:
+    for row, source, source_name, device, rel, rtol, atol, etype, emsg, took, graph_status, stage in rows:
         origin = (describe(_Prov(source, source_name or "", device, row.verified)) if source else
                   "pending" if row.verdict is None else "no stored result")
         if row.reused_from_job_id:
@@ -108,7 +108,8 @@ def run_results(session: Session, run: SuiteRun, f: ResultFilter, cursor: int | 
                     "provenance": origin, "verified": row.verified, "job_id": row.job_id,
                     "reused_from_job_id": row.reused_from_job_id, "case_result_id": row.case_result_id,
                     "max_abs_diff": row.max_abs_diff, "max_rel_diff": rel,
-                    "graph_max_abs_diff": row.graph_max_abs_diff, "rtol": rtol, "atol": atol,
+                    "graph_max_abs_diff": row.graph_max_abs_diff, "graph_status": graph_status, "stage": stage,
+                    "rtol": rtol, "atol": atol,
                     "diagnosis_rules": row.diagnosis_rules, "error": error or row.note or None,
                     "flips": row.flips, "flaky": flaky.is_flaky(row.flips, min_flips), "note": row.note,
                     "duration_s": took})

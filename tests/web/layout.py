@@ -33,16 +33,35 @@ WRAP_JS = """() => Array.from(document.querySelectorAll('.nowrap, code.rule, .ve
   .filter(el => el.offsetParent !== null
           && new Set(Array.from(el.getClientRects()).map(r => Math.round(r.bottom))).size > 1)
   .map(el => el.textContent.trim()).slice(0, 10)"""
+# Every cell of a cases (or other results) table lies inside the viewport and inside each scrolling or
+# clipping box around it: a column reachable only by scrolling the table sideways is cut off on a phone.
+CUT_CELLS_JS = """() => {
+  const W = document.documentElement.clientWidth, cut = [];
+  for (const cell of document.querySelectorAll('table.cases th, table.cases td, table.results th, table.results td')) {
+    const r = cell.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0 || cell.closest('thead')) continue;
+    let hidden = r.left < -1 || r.right > W + 1;
+    for (let a = cell.parentElement; a && !hidden && a !== document.body; a = a.parentElement) {
+      if (getComputedStyle(a).overflowX === 'visible') continue;
+      const b = a.getBoundingClientRect();
+      hidden = r.left < b.left - 1 || r.right > b.right + 1;
+    }
+    if (hidden) cut.push((cell.dataset.label || cell.tagName.toLowerCase()) + ' [' + Math.round(r.left) + ',' + Math.round(r.right) + ']');
+  }
+  return cut.slice(0, 10);
+}"""
 # What a reader can open is checked open too.
 OPEN_DETAILS_JS = "() => document.querySelectorAll('details').forEach(d => { d.open = true; })"
 
 
 def layout_problems(page: Any) -> dict[str, Any]:
-    """What sticks out or wraps on the loaded page, with every <details> opened; {} when it fits."""
+    """What sticks out, wraps, or is cut off in a cases table on the loaded page, with every <details>
+    opened; {} when it fits."""
     page.evaluate(OPEN_DETAILS_JS)
     found = page.evaluate(OVERFLOW_JS)
     wrapped = page.evaluate(WRAP_JS)
-    return {**found, "wrapped": wrapped} if found["bad"] or found["pageScrolls"] or wrapped else {}
+    cut = page.evaluate(CUT_CELLS_JS)
+    return {**found, "wrapped": wrapped, "cut": cut} if found["bad"] or found["pageScrolls"] or wrapped or cut else {}
 
 
 def _walk(routes: Iterable[Any]) -> Iterator[Any]:

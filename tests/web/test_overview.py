@@ -51,9 +51,9 @@ def test_flagged_rows_carry_the_explanation(client: TestClient) -> None:
 def test_sim_garbage_is_shown_as_an_order_of_magnitude(client: TestClient) -> None:
     r = row(get(client, "/"), "scale_add")
     garbage = r.find("span", cls="garbage")
-    assert garbage.text() == "10^35 · SIM garbage"
+    assert garbage.text() == "10^35 · SIM garbage (NaN ×16,384)"  # runtime.numbers.sim_diff_text
     assert "not a kernel defect" in garbage.attrs["title"]
-    assert r.find("span", cls="nan").text() == "NaN ×16,384"
+    assert r.find("span", cls="garbage-nan").text().strip() == "(NaN ×16,384)"  # inside the garbage tag
 
 
 def test_columns_show_graph_npu_verdict_and_cost(client: TestClient) -> None:

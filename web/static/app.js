@@ -16,6 +16,13 @@
       el.title = el.textContent;  // the UTC text stays one hover away
       el.textContent = (d.getFullYear() === now.getFullYear() ? thisYear : otherYear).format(d);
     });
+    // An <option> cannot hold a <time>: its UTC text is swapped in place, so a menu and the page agree.
+    root.querySelectorAll("option[data-local]").forEach(function (el) {
+      var d = new Date(el.getAttribute("data-local"));
+      var utc = el.getAttribute("data-utc-text");
+      if (isNaN(d) || !utc) { return; }
+      el.textContent = el.textContent.replace(utc, (d.getFullYear() === now.getFullYear() ? thisYear : otherYear).format(d));
+    });
   }
 
   function getJob(id) {

@@ -42,16 +42,23 @@ class OutputDump:
     last_post_sha256: str | None = None  # ... and after its last launch
 
 
-def tensor_bytes(t: Any) -> memoryview:
-    """The tensor's bytes in C order (a CPU copy when needed)."""
+def tensor_bytes(t: Any) -> memoryview | bytes:
+    """The tensor's bytes in C order: read raw from its memory (runtime.rawbytes), so no patched torch
+    method decides them; a device tensor (NPU) through torch's copy to the CPU."""
     import torch
 
+    from runtime import rawbytes
+
+    if rawbytes.on_cpu(t):
+        return rawbytes.read(t)
     flat = t.detach().to("cpu").contiguous().reshape(-1)
     return memoryview(flat.view(torch.uint8).numpy()) if flat.numel() else memoryview(b"")
 
 
 def sha256(t: Any) -> str:
-    return hashlib.sha256(tensor_bytes(t)).hexdigest()
+    from runtime import rawbytes
+
+    return rawbytes.sha256(bytes(tensor_bytes(t)))
 
 
 def _meta(t: Any, name: str) -> dict[str, Any]:

@@ -40,6 +40,7 @@ class OutputDump:
     arg_now: Any = None  # the launch argument now, when the output is not the whole argument
     first_post_sha256: str | None = None  # the argument right after its first launch
     last_post_sha256: str | None = None  # ... and after its last launch
+    last_launch: int | None = None  # the index of that last launch (whose verify CSV is recomputed)
 
 
 def tensor_bytes(t: Any) -> memoryview | bytes:
@@ -72,7 +73,7 @@ def write(folder: Path, outputs: list[OutputDump]) -> None:
     entries = []
     for i, dump in enumerate(outputs[:MAX_OUTPUTS]):
         entry: dict[str, Any] = {"first_post_sha256": dump.first_post_sha256,
-                                 "last_post_sha256": dump.last_post_sha256}
+                                 "last_post_sha256": dump.last_post_sha256, "last_launch": dump.last_launch}
         for key in ("golden", "output", "before", "arg_now"):
             t = getattr(dump, key)
             if t is None:
@@ -108,7 +109,7 @@ def _check_meta(meta: Any, files: JobFiles) -> dict[str, Any]:
     return meta
 
 
-def _chunks(files: JobFiles, meta: dict[str, Any], digest: Any = None) -> Iterator[Any]:
+def chunks(files: JobFiles, meta: dict[str, Any], digest: Any = None) -> Iterator[Any]:
     """Flat tensors of at most CHUNK_ELEMENTS elements, read in order with caps; hashes as it goes."""
     import torch
 
@@ -129,7 +130,7 @@ def _chunks(files: JobFiles, meta: dict[str, Any], digest: Any = None) -> Iterat
 
 def _file_sha256(files: JobFiles, meta: dict[str, Any]) -> str:
     digest = hashlib.sha256()
-    for _ in _chunks(files, meta, digest):
+    for _ in chunks(files, meta, digest):
         pass
     return digest.hexdigest()
 
@@ -146,7 +147,7 @@ def compare_files(files: JobFiles, out: dict[str, Any], gold: dict[str, Any], rt
     if not base["shape_match"]:
         return {**base, **_unmatched(files, out, gold, digest, gold_digest)}
     parts = [metrics.compare(o, g, rtol, atol)
-             for o, g in zip(_chunks(files, out, digest), _chunks(files, gold, gold_digest))]
+             for o, g in zip(chunks(files, out, digest), chunks(files, gold, gold_digest))]
     numel = sum(p["numel"] for p in parts)
     mism = sum(p["mismatch_count"] for p in parts)
 
@@ -175,7 +176,7 @@ def _unmatched(files: JobFiles, out: dict[str, Any], gold: dict[str, Any], diges
     def scan(meta: dict[str, Any], d: Any) -> tuple[int, int, int, float | None]:
         numel = nan = inf = 0
         top: float | None = None
-        for c in _chunks(files, meta, d):
+        for c in chunks(files, meta, d):
             c = (c.abs() if c.is_complex() else c).to(torch.float64)
             numel += c.numel()
             nan += int(torch.isnan(c).sum())
@@ -237,7 +238,13 @@ def recheck(files: JobFiles, tolerance: tuple[float, float], graph_active: bool,
             raw.append(returned)
         before_sha = _file_sha256(files, before) if before is not None else None
         first, last = entry.get("first_post_sha256"), entry.get("last_post_sha256")
+        recomputed = None
+        if graph_active and before is not None:
+            from runtime import verify_recheck
+
+            recomputed = verify_recheck.recompute(files, out, gold, rtol, atol)
         outputs.append({
+            "pypto_recompute": recomputed, "last_launch": entry.get("last_launch"),
             "launch_wrote": None if before_sha is None or not first else before_sha != first,
             "changed_after_launch": None if before is None or not last else now_sha != last,
             "metrics": raw[-1], "graph_metrics": graph[-1] if graph_active and before is not None else None,

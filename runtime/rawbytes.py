@@ -65,13 +65,6 @@ class Layout:
     dtype: Any
     storage: Any = None  # held so the memory stays valid while the layout is used
 
-    @property
-    def nbytes(self) -> int:
-        n = self.itemsize
-        for s in self.sizes:
-            n *= s
-        return n
-
 
 def on_cpu(t: Any) -> bool:
     with _NO_TORCH_FUNCTION():

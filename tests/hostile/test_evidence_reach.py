@@ -127,17 +127,24 @@ def after_launch(out):
                                      r"PASS,\\1,\\2,0.000000,0.000000,0.000000,0.000000,0,0.000000", text))
 '''
 # Only pypto's files: the CSV's verdict and numbers rewritten to a plausible pass, the graph's dumped tensors
-# overwritten with zeros.
+# overwritten with zeros, the program and the cost model replaced.
 EDIT_PYPTO_FILES = ARM + REWRITE_CSVS + '''
 import glob, os, re
 
 def after_launch(out):
     rewrite_csvs(lambda text: re.sub(r"FAILED,([^,]*),([^,]*),[^,]*,[^,]*,[^,]*,[^,]*,[^,]*,[^,]*",
                                      r"PASS,\\1,\\2,0.000412,0.000950,0.000100,0.000200,0,0.000000", text))
-    for path in glob.glob(os.path.join(os.environ["TILE_FWK_OUTPUT_DIR"], "*", "verify_*", "*.data")):
+    calls = os.path.join(os.environ["TILE_FWK_OUTPUT_DIR"], "*")
+    for path in glob.glob(os.path.join(calls, "verify_*", "*.data")):
         size = os.path.getsize(path)
         with open(path, "wb") as f:
             f.write(bytes(size))
+    for path in glob.glob(os.path.join(calls, "program.json")):
+        with open(path, "w") as f:
+            f.write("{}")
+    for path in glob.glob(os.path.join(calls, "CostModelSimulationOutput", "_simulate.swim.json")):
+        with open(path, "w") as f:
+            f.write('[{"blockIdx": 0, "coreType": "AIV", "tasks": [{"taskId": 0, "execStart": 0, "execEnd": 18}]}]')
 '''
 ATTACKS = {"patch_detach_and_csv": PATCH_DETACH, "patch_torch_numpy_hashlib": PATCH_LIBRARIES,
            "patch_runtime": PATCH_RUNTIME, "patch_pypto_and_csv": PATCH_PYPTO, "edit_pypto_files": EDIT_PYPTO_FILES}

@@ -417,7 +417,7 @@ def _dump(req: dict[str, Any], rec: instrument.Recorder, outputs: list[torch.Ten
             entry.before = first.before[prov["arg"]]
             entry.first_post_sha256 = first.post_sha256[prov["arg"]]
             entry.last_post_sha256 = last.post_sha256[prov["last_arg"]]
-            entry.last_launch = prov["last_launch"]
+            entry.last_launch, entry.last_arg = prov["last_launch"], prov["last_arg"]
             same = (out.dtype == arg.dtype and out.shape == arg.shape and out.stride() == arg.stride()
                     and out.data_ptr() == arg.data_ptr())
             entry.arg_now = None if same else arg

@@ -3,9 +3,9 @@
 The kernel runs in the interpreter that also holds our instrumentation, so it can replace
 `pypto.frontend.jit`, our jit wrapper, any function of a `runtime` module (or the module
 itself in `sys.modules`), or a function or method of pypto's own Python that runs inside a
-launch after the graph wrote the outputs (`JitCallableWrapper._run_with_cpu`). `seal()` records who each of them is before the submission is
-imported; `check()` at the end of the case names what changed, and the job reports it as an
-`integrity` event. A job whose report shows a change is never accepted (runtime.verdicts).
+launch after the graph wrote the outputs (`JitCallableWrapper._run_with_cpu`). `seal()` records
+who each of them is before the submission is imported; `check()` at the end of the case names
+what changed, and the job reports it as an `integrity` event. A job whose report shows a change is never accepted (runtime.verdicts).
 
 This raises the cost of forging, it cannot rule it out: code that knows this module can undo
 its edits before the check or edit the seal. The evidence the verdict rests on is checked

@@ -19,13 +19,14 @@ from typing import Any
 
 from runtime.jobfiles import JobFiles
 
-KEEP = ("passName", "referPassName", "verifyResult", "maxAbsDiff", "errorCount", "outputShape")
+KEEP = ("passName", "referPassName", "ioflag", "verifyResult", "maxAbsDiff", "errorCount", "outputShape")
 # The CSV prints 6 decimals; pypto sums in float32 where we use float64.
 MAX_DIFF_ABS_SLACK = 2e-6
 MAX_DIFF_REL_SLACK = 1e-4
 
 
-def recompute(files: JobFiles, out: dict[str, Any], gold: dict[str, Any], rtol: float, atol: float) -> dict[str, Any]:
+def recompute(files: JobFiles, out: dict[str, Any], gold: dict[str, Any], rtol: float,
+              atol: float) -> dict[str, Any]:
     """pypto's numbers for one graph-written output: {"max_abs_diff", "error_count", "numel", "shape"}."""
     import torch
 
@@ -62,17 +63,18 @@ def contradictions(rows_by_launch: dict[int, list[dict[str, str]]], outputs: lis
             if why:
                 found.append(f"pypto's verify CSV of launch {launch} {why}")
     for index, o in enumerate(outputs):
-        ours = o.get("pypto_recompute")
-        launch = o.get("last_launch")
-        if not isinstance(ours, dict) or ours.get("max_abs_diff") is None or not isinstance(launch, int):
+        ours = [r for r in o.get("pypto_recompute") or [] if isinstance(r, dict) and r.get("max_abs_diff") is not None]
+        launch, arg = o.get("last_launch"), o.get("last_arg")
+        if not ours or not isinstance(launch, int) or not isinstance(arg, int):
             continue
-        shape = _shape_text(ours["shape"])
-        rows = [r for r in rows_by_launch.get(launch, []) if _shape_text(_parse_shape(r["outputShape"])) == shape]
-        if rows and not any(_agrees(r, ours) for r in rows):
-            r = rows[0]
+        # pypto names the argument it compared: `output<arg>` (measured: `output2` for the third argument).
+        rows = [r for r in rows_by_launch.get(launch, []) if r.get("ioflag") == f"output{arg}"
+                and _shape_text(_parse_shape(r["outputShape"])) == _shape_text(ours[0]["shape"])]
+        if rows and not any(_agrees(r, mine) for r in rows for mine in ours):
+            r, mine = rows[0], ours[0]
             found.append(f"pypto's verify CSV of launch {launch} says {r['verifyResult']} with max |diff| "
                          f"{r['maxAbsDiff']} and {r['errorCount']} error(s) for output {index}; the harness "
-                         f"recomputed max |diff| {ours['max_abs_diff']:.6g} and {ours['error_count']} error(s) "
+                         f"recomputed max |diff| {mine['max_abs_diff']:.6g} and {mine['error_count']} error(s) "
                          "from the graph's result")
     return found
 

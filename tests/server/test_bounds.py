@@ -49,7 +49,8 @@ def test_too_many_cases_are_refused_naming_the_cap(bounded):
 
 def test_a_job_time_limit_past_the_cap_is_refused_naming_it(bounded):
     client, (a, _) = bounded
-    r = client.post(URL, headers=a, json={"files": _package(60), "modes": ["sim"], "cases": [f"c{i}" for i in range(59)]})
+    body = {"files": _package(60), "modes": ["sim"], "cases": [f"c{i}" for i in range(59)]}
+    r = client.post(URL, headers=a, json=body)
     assert r.status_code == 413, r.text  # 59 cases x 60 s + 120 s = 3660 s > 3600 s
     assert "3660 s" in r.json()["detail"] and "MAX_JOB_S" in r.json()["detail"]
     ok = client.post(URL, headers=a, json={"files": _package(2), "modes": ["sim"]})

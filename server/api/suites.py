@@ -134,7 +134,7 @@ def read_run(run_id: int, request: Request, caller: ReadCaller, session: Session
            summary="Submit one operator into the run (reusing unchanged results)",
            responses={200: {"model": OperatorAccepted, "description": "the operator was already submitted"},
                       **NOT_FOUND, 403: {"model": ErrorRead}, 409: {"model": ErrorRead}, 413: {"model": ErrorRead},
-                      422: {"model": ErrorRead}})
+                      422: {"model": ErrorRead}, 429: {"model": ErrorRead}})
 def submit_operator(run_id: int, response: Response, caller: SubmitCaller, session: SessionDep,
                     settings: SettingsDep, blobs: BlobsDep, producer: ProducerDep,
                     new: NewSubmissionDep) -> OperatorAccepted:

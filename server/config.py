@@ -36,7 +36,7 @@ class Settings(BaseSettings):
     npu_wait_s: float = 24 * 3600.0
     # Bounded work (docs/SECURITY.md): refused up front with a 4xx naming the setting.
     max_cases_per_submission: int = 1000
-    max_job_s: float = 6 * 3600.0  # a job's whole time limit (its cases' timeouts plus overhead)
+    max_job_s: float = 24 * 3600.0  # a job's whole time limit (its cases' timeouts plus overhead)
     max_queued_cases_per_token: int = 5000  # cases of one token's jobs waiting or running, all modes
     # `crosscheck db compact` keeps every case result this many days, then thins them (docs/history.md).
     retention_days: int = 180

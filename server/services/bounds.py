@@ -26,7 +26,7 @@ def check_submission(settings: Settings, cases: int) -> None:
     if cases > settings.max_cases_per_submission:
         raise PayloadTooLarge(f"the submission has {cases} cases; this server takes at most "
                               f"{settings.max_cases_per_submission} per submission (MAX_CASES_PER_SUBMISSION): "
-                              "split it, or choose cases with `cases`")
+                              "split it, or choose some of its cases (`cases`; crosscheck submit --case)")
     limit = job_time_limit_s(settings, cases)
     if limit > settings.max_job_s:
         raise PayloadTooLarge(f"{cases} cases of up to {settings.case_timeout_s:.0f} s each give a job a time "

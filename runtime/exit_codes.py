@@ -18,13 +18,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from runtime import verdicts, vocabulary
+from runtime import verdicts
 
 OK, KERNEL_DEFECT, UNUSABLE, INFRA = 0, 1, 2, 3
 # Not an exit code: a case with no kernel to judge (a script case that exited 0 and launched none, e.g. one
 # that only creates tensors). It counts for nothing; a run of only such cases judged nothing, exit 2.
 NO_KERNEL = -1
-WORDS = vocabulary.CLASS_BY_CODE  # one vocabulary: the CLI, JUnit and the pages say the same words
+# The class words: runtime.vocabulary re-exports them, so the CLI, JUnit and the pages say the same words.
+WORDS = {OK: "acceptable", KERNEL_DEFECT: "kernel defect", UNUSABLE: "unusable input", INFRA: "infrastructure"}
 _PRECEDENCE = (KERNEL_DEFECT, UNUSABLE, INFRA, OK)
 
 

@@ -133,7 +133,9 @@ def _run_in(work: Path, path: Path, options: RunOptions, warm: WarmParent | None
             # A script reads pypto's simulator files as a plain run leaves them (docs/realops.md §9).
             warm = warm or WarmParent(options.mode, stock_simulator=sub.kind == "script")
             runner.warm = warm
-            report.cases, report.cancelled = runner.run_all(runner.case_list(), on_case)
+            # A cancel that arrived while the submission was loaded and linted stops it here.
+            report.cases, report.cancelled = ([], True) if getattr(warm, "cancelled", False) else \
+                runner.run_all(runner.case_list(), on_case)
             report.submission.cases_from = runner.cases_from
             report.environment.sandbox = runner.sandbox_info or {}
             if runner.standin_used:
@@ -328,7 +330,11 @@ class _CaseRunner:
         if self.list_run is not None and specs == [MAIN_CASE]:  # the script already ran whole (--list ignored)
             prepared, jobs = [(self.list_run[0], {})], iter([(0, self.list_run[1])])
         else:
-            prepared = [self._prepare(spec) for spec in specs]
+            prepared = []
+            for spec in specs:  # a cancel stops the preparing too: each case makes its job dirs and copies
+                if getattr(self.warm, "cancelled", False):
+                    return [], True
+                prepared.append(self._prepare(spec))
             jobs = self.warm.run_jobs([request for _, request in prepared], self.options.parallel)
         results: list[CaseResult | None] = [None] * len(specs)
         recheck: list[int] = []

@@ -9,14 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from runtime import numbers, verdicts
+from runtime import exit_codes, numbers, verdicts
 
-ACCEPTABLE = "acceptable"
-KERNEL_DEFECT = "kernel defect"
-UNUSABLE_INPUT = "unusable input"
-INFRASTRUCTURE = "infrastructure"
-# By exit code (runtime.exit_codes: 0, 1, 2, 3).
-CLASS_BY_CODE = {0: ACCEPTABLE, 1: KERNEL_DEFECT, 2: UNUSABLE_INPUT, 3: INFRASTRUCTURE}
+# By exit code (runtime.exit_codes: 0, 1, 2, 3), whose words these are.
+CLASS_BY_CODE = exit_codes.WORDS
+ACCEPTABLE, KERNEL_DEFECT, UNUSABLE_INPUT, INFRASTRUCTURE = (
+    CLASS_BY_CODE[c] for c in (exit_codes.OK, exit_codes.KERNEL_DEFECT, exit_codes.UNUSABLE, exit_codes.INFRA))
 # One colour per class: CSS custom properties on the pages (web/static/app.css .vc-*), rich styles in the CLI.
 CLASS_CSS = {ACCEPTABLE: "vc-acceptable", KERNEL_DEFECT: "vc-kernel-defect", UNUSABLE_INPUT: "vc-unusable-input",
              INFRASTRUCTURE: "vc-infrastructure"}
@@ -46,16 +44,12 @@ def verdict_class(verdict: str | None, mode: str, stage: str = "") -> str | None
     """The class of one case's verdict for its mode; None while it has none."""
     if not verdict:
         return None
-    from runtime import exit_codes  # exit_codes takes its words from here
-
     return CLASS_BY_CODE[exit_codes.of_case(verdict, mode, stage)]
 
 
 def cases_class(cases: Iterable[Any], mode: str) -> str | None:
     """The class of a set of cases (dicts or objects with verdict and stage): the worst one wins,
     as in the exit code; None when no case has a verdict."""
-    from runtime import exit_codes
-
     def get(case: Any, key: str) -> str:
         return str((case.get(key) if isinstance(case, dict) else getattr(case, key, "")) or "")
 

@@ -34,17 +34,22 @@ class Settings(BaseSettings):
     public_url: str = ""  # how people reach the dashboard (links in webhooks and the CLI); default: as called
     # An NPU job waits as awaiting_npu while no NPU worker is online, and expires after this long.
     npu_wait_s: float = 24 * 3600.0
+    # Bounded work (docs/SECURITY.md): refused up front with a 4xx naming the setting.
+    max_cases_per_submission: int = 1000
+    max_job_s: float = 24 * 3600.0  # a job's whole time limit (its cases' timeouts plus overhead)
+    max_queued_cases_per_token: int = 5000  # cases of one token's jobs waiting or running, all modes
     # `crosscheck db compact` keeps every case result this many days, then thins them (docs/history.md).
     retention_days: int = 180
 
-    @field_validator("case_timeout_s", "case_memory_gib", "job_heartbeat_s", "stale_job_s", "npu_wait_s")
+    @field_validator("case_timeout_s", "case_memory_gib", "job_heartbeat_s", "stale_job_s", "npu_wait_s",
+                     "max_job_s")
     @classmethod
     def _positive(cls, value: float) -> float:
         if value <= 0:
             raise ValueError("must be positive")
         return value
 
-    @field_validator("retention_days")
+    @field_validator("retention_days", "max_cases_per_submission", "max_queued_cases_per_token")
     @classmethod
     def _at_least_one(cls, value: int) -> int:
         if value < 1:

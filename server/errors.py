@@ -31,3 +31,7 @@ class PermissionDenied(DomainError):
 
 class PayloadTooLarge(DomainError):
     status_code = 413
+
+
+class QuotaExceeded(DomainError):
+    status_code = 429

@@ -64,6 +64,7 @@ def check(is_script: bool, events: list[dict[str, Any]], found: dict[str, Any],
     _stream(out, events, found)
     if not is_script and result_ev is not None:
         _recheck(out, found.get("recheck"), result_ev)
+        out.contradictions += [str(c) for c in found.get("verify_csv_contradictions") or []][:MAX_CONTRADICTIONS]
     elif not is_script:
         out.output_written = None
     return out

@@ -40,18 +40,27 @@ class OutputDump:
     arg_now: Any = None  # the launch argument now, when the output is not the whole argument
     first_post_sha256: str | None = None  # the argument right after its first launch
     last_post_sha256: str | None = None  # ... and after its last launch
+    last_launch: int | None = None  # the index of that last launch (whose verify CSV is recomputed)
+    last_arg: int | None = None  # ... and the output's argument in it (pypto's `output<arg>` row)
 
 
-def tensor_bytes(t: Any) -> memoryview:
-    """The tensor's bytes in C order (a CPU copy when needed)."""
+def tensor_bytes(t: Any) -> memoryview | bytes:
+    """The tensor's bytes in C order: read raw from its memory (runtime.evidence.rawbytes), so no patched torch
+    method decides them; a device tensor (NPU) through torch's copy to the CPU."""
     import torch
 
+    from runtime.evidence import rawbytes
+
+    if rawbytes.on_cpu(t):
+        return rawbytes.read(t)
     flat = t.detach().to("cpu").contiguous().reshape(-1)
     return memoryview(flat.view(torch.uint8).numpy()) if flat.numel() else memoryview(b"")
 
 
 def sha256(t: Any) -> str:
-    return hashlib.sha256(tensor_bytes(t)).hexdigest()
+    from runtime.evidence import rawbytes
+
+    return rawbytes.sha256(bytes(tensor_bytes(t)))
 
 
 def _meta(t: Any, name: str) -> dict[str, Any]:
@@ -65,7 +74,8 @@ def write(folder: Path, outputs: list[OutputDump]) -> None:
     entries = []
     for i, dump in enumerate(outputs[:MAX_OUTPUTS]):
         entry: dict[str, Any] = {"first_post_sha256": dump.first_post_sha256,
-                                 "last_post_sha256": dump.last_post_sha256}
+                                 "last_post_sha256": dump.last_post_sha256, "last_launch": dump.last_launch,
+                                 "last_arg": dump.last_arg}
         for key in ("golden", "output", "before", "arg_now"):
             t = getattr(dump, key)
             if t is None:
@@ -101,7 +111,7 @@ def _check_meta(meta: Any, files: JobFiles) -> dict[str, Any]:
     return meta
 
 
-def _chunks(files: JobFiles, meta: dict[str, Any], digest: Any = None) -> Iterator[Any]:
+def chunks(files: JobFiles, meta: dict[str, Any], digest: Any = None) -> Iterator[Any]:
     """Flat tensors of at most CHUNK_ELEMENTS elements, read in order with caps; hashes as it goes."""
     import torch
 
@@ -122,7 +132,7 @@ def _chunks(files: JobFiles, meta: dict[str, Any], digest: Any = None) -> Iterat
 
 def _file_sha256(files: JobFiles, meta: dict[str, Any]) -> str:
     digest = hashlib.sha256()
-    for _ in _chunks(files, meta, digest):
+    for _ in chunks(files, meta, digest):
         pass
     return digest.hexdigest()
 
@@ -139,7 +149,7 @@ def compare_files(files: JobFiles, out: dict[str, Any], gold: dict[str, Any], rt
     if not base["shape_match"]:
         return {**base, **_unmatched(files, out, gold, digest, gold_digest)}
     parts = [metrics.compare(o, g, rtol, atol)
-             for o, g in zip(_chunks(files, out, digest), _chunks(files, gold, gold_digest))]
+             for o, g in zip(chunks(files, out, digest), chunks(files, gold, gold_digest))]
     numel = sum(p["numel"] for p in parts)
     mism = sum(p["mismatch_count"] for p in parts)
 
@@ -168,7 +178,7 @@ def _unmatched(files: JobFiles, out: dict[str, Any], gold: dict[str, Any], diges
     def scan(meta: dict[str, Any], d: Any) -> tuple[int, int, int, float | None]:
         numel = nan = inf = 0
         top: float | None = None
-        for c in _chunks(files, meta, d):
+        for c in chunks(files, meta, d):
             c = (c.abs() if c.is_complex() else c).to(torch.float64)
             numel += c.numel()
             nan += int(torch.isnan(c).sum())
@@ -230,7 +240,17 @@ def recheck(files: JobFiles, tolerance: tuple[float, float], graph_active: bool,
             raw.append(returned)
         before_sha = _file_sha256(files, before) if before is not None else None
         first, last = entry.get("first_post_sha256"), entry.get("last_post_sha256")
+        recomputed = None
+        if graph_active and before is not None:
+            from runtime.evidence import verify_recheck
+
+            # Against every golden of its shape: pypto compared it with the one the graph run registered.
+            recomputed = [verify_recheck.recompute(files, out, _check_meta(other.get("golden"), files), rtol, atol,
+                                                    chunks)
+                          for other in entries if isinstance(other, dict) and isinstance(other.get("golden"), dict)
+                          and other["golden"].get("shape") == out["shape"]][:MAX_OUTPUTS]
         outputs.append({
+            "pypto_recompute": recomputed, "last_launch": entry.get("last_launch"), "last_arg": entry.get("last_arg"),
             "launch_wrote": None if before_sha is None or not first else before_sha != first,
             "changed_after_launch": None if before is None or not last else now_sha != last,
             "metrics": raw[-1], "graph_metrics": graph[-1] if graph_active and before is not None else None,

@@ -22,6 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from runtime.evidence import costmodel, dumps, graph_verify
+from runtime.evidence import verify_recheck
 from runtime.fence.jobenv import JobDirs
 from runtime.fence.jobfiles import JobFiles, Sink
 
@@ -61,6 +62,8 @@ def collect(request: dict[str, Any], events: list[dict[str, Any]], uid: int | No
         out["cost_models"] = _cost_models(files, launches, sink, request["mode"])
         out.update(_pypto_verify(files, events, launches))
         out["recheck"] = _recheck(request, events, JobFiles(dirs.root / "results", uid))
+        rechecked = out["recheck"].get("outputs") if isinstance(out["recheck"], dict) else None
+        out["verify_csv_contradictions"] = verify_recheck.contradictions(out.pop("graph_rows"), rechecked or [])
     except Exception as exc:  # noqa: BLE001 - the harness's own failure: reported, never fatal
         out["notes"].append(f"evidence collection failed: {type(exc).__name__}: {exc}"[:500])
     out["refused"] = files.refused[:MAX_REFUSED]
@@ -202,6 +205,7 @@ def _pypto_verify(files: JobFiles, events: list[dict[str, Any]], launches: list[
     order = [e.get("event") for e in events if e.get("event") in ("launch", "result")]
     graph_count = order.index("result") if "result" in order else len(order)
     groups: dict[str, list[dict[str, str]]] = {"pypto_graph": [], "pypto_passes": []}
+    by_launch: dict[int, list[dict[str, str]]] = {}  # the graph calls' golden rows (runtime.evidence.verify_recheck)
     for launch in launches:
         if not launch["call"]:
             continue
@@ -209,8 +213,13 @@ def _pypto_verify(files: JobFiles, events: list[dict[str, Any]], launches: list[
         for folder, _ in _verify_csvs(files, f"output/{launch['call']}"):
             data = files.read_or_none(f"output/{launch['call']}/{folder}/{graph_verify.CSV_NAME}",
                                       graph_verify.MAX_CSV_BYTES)
-            groups[key] += graph_verify.csv_rows(data or b"")
-    return {key: graph_verify.summarize_pypto(rows) if rows else None for key, rows in groups.items()}
+            rows = graph_verify.csv_rows(data or b"")
+            groups[key] += rows
+            if key == "pypto_graph":
+                by_launch.setdefault(launch["index"], []).extend(verify_recheck.golden_rows(rows))
+    found: dict[str, Any] = {key: graph_verify.summarize_pypto(rows) if rows else None for key, rows in groups.items()}
+    found["graph_rows"] = by_launch
+    return found
 
 
 def _recheck(request: dict[str, Any], events: list[dict[str, Any]], results: JobFiles) -> dict[str, Any] | None:

@@ -14,6 +14,7 @@ import torch
 
 from runtime.evidence import dumps, metrics
 from runtime.fence import integrity
+from runtime.evidence import rawbytes
 from runtime.fence.events import Events
 
 RUN_MODE_VALUES = {"npu": 0, "sim": 1}  # pypto.RunMode values
@@ -66,6 +67,35 @@ def _snapshot(t: torch.Tensor) -> torch.Tensor | None:
     return t.detach().to("cpu", copy=True).contiguous()
 
 
+class _Watch:
+    """One launch argument's memory, located before the launch and read raw (runtime.evidence.rawbytes).
+
+    The layout is taken before the launch and kept: whatever the submission's Python does to the
+    tensor object or to torch during the launch, the after-launch read is of the memory pypto was
+    handed. Device tensors (NPU) have no CPU memory to read: they go through torch's copy.
+    """
+
+    def __init__(self, t: torch.Tensor):
+        self.tensor = t
+        try:
+            self.layout: rawbytes.Layout | None = rawbytes.layout(t)
+        except rawbytes.NotReadable:
+            self.layout = None
+        self.raw = rawbytes.read_layout(self.layout) if self.layout is not None else None
+        if self.layout is not None and self.raw is not None:
+            self.before: torch.Tensor | None = rawbytes.as_tensor(self.raw, self.layout)
+        else:
+            self.before = _snapshot(t)
+
+    def after(self) -> tuple[bool, str | None]:
+        """(written, sha256 of the bytes now) for this argument's memory."""
+        if self.layout is not None:
+            now = rawbytes.read_layout(self.layout)
+            return now != self.raw, rawbytes.sha256(now)
+        after = _snapshot(self.tensor)
+        return bytes_changed(self.before, after), dumps.sha256(after) if after is not None else None
+
+
 def bytes_changed(before: torch.Tensor | None, after: torch.Tensor | None) -> bool:
     """True when any byte differs (NaN-safe: compares raw bytes, not values)."""
     if before is None or after is None:
@@ -76,7 +106,7 @@ def bytes_changed(before: torch.Tensor | None, after: torch.Tensor | None) -> bo
 
 
 def storage_id(t: torch.Tensor) -> int:
-    return int(t.untyped_storage().data_ptr())
+    return rawbytes.storage_ptr(t)
 
 
 def _last_output_dir() -> str:
@@ -112,7 +142,7 @@ def _patch_jit(rec: Recorder) -> None:
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         for hook in rec.before_launch:
             hook(self, tensors)
-        before = [_snapshot(t) for t in tensors]
+        watches = [_Watch(t) for t in tensors]
         name = getattr(self, "__name__", "kernel")
         rec.in_kernel = name
         rec.events.emit("launch_start", kernel=name, index=len(rec.launches))
@@ -126,12 +156,12 @@ def _patch_jit(rec: Recorder) -> None:
         finally:
             duration = time.perf_counter() - start
             written, hashes = [], []
-            for b, t in zip(before, tensors):  # one copy at a time
-                after = _snapshot(t)
-                written.append(bytes_changed(b, after))
-                hashes.append(dumps.sha256(after) if after is not None else None)
+            for watch in watches:  # one copy at a time
+                wrote, digest = watch.after()
+                written.append(wrote)
+                hashes.append(digest)
             record = LaunchRecord(name, tensors, written, duration, _last_output_dir(), error,
-                                  [storage_id(t) for t in tensors], before, hashes)
+                                  [storage_id(t) for t in tensors], [w.before for w in watches], hashes)
             rec.launches.append(record)
             rec.in_kernel = None
             rec.events.emit("launch", kernel=name, output_written=written,

@@ -57,6 +57,9 @@ class CaseFile:
     requires_pypto: str | None = None  # the pypto version the kernel was written for (docs/versions.md §3)
 
 
+MAX_CASES = 10_000  # per case file, whatever runs it; a server may take fewer (MAX_CASES_PER_SUBMISSION)
+
+
 def load_case_file(path: Path, default_name: str) -> CaseFile:
     """Parse and validate test_cases.json; every problem raises SubmissionError naming it."""
     try:
@@ -75,6 +78,10 @@ def load_case_file(path: Path, default_name: str) -> CaseFile:
     raw_cases = raw.get("test_cases")
     if not isinstance(raw_cases, list) or not raw_cases:
         raise SubmissionError(f"{path.name}: 'test_cases' must be a non-empty list")
+    if len(raw_cases) > MAX_CASES:
+        # Counted before any case is parsed: 100,000 cases took 40 s to parse (docs/SECURITY.md).
+        raise SubmissionError(f"{path.name}: {len(raw_cases)} cases; at most {MAX_CASES} per case file "
+                              "(split the operator's cases into several submissions)")
     cases = [_parse_case(path.name, i, item) for i, item in enumerate(raw_cases)]
     seen: set[str] = set()
     for case in cases:

@@ -382,9 +382,11 @@ def _provenance(rec: instrument.Recorder, out: torch.Tensor) -> dict[str, Any]:
     sid = instrument.storage_id(out)
     found = [(index, arg, launch) for index, launch in enumerate(rec.launches)
              for arg, storage in enumerate(launch.storages) if storage == sid]
-    if not any(launch.written[arg] for _, arg, launch in found):
+    if found and not any(launch.written[arg] for _, arg, launch in found):
         # Not written where it was a launch argument (an input the wrapper overwrote after the launch):
-        # its bytes may be a copy of what the kernel wrote elsewhere.
+        # its bytes may be a copy of what the kernel wrote elsewhere (docs/realops.md §7). A tensor no
+        # launch was ever handed is the wrapper's own, however equal its bytes: with graph verify on, the
+        # graph's result in a scratch buffer equals torch's own maths bit for bit (the dual-path fake pass).
         found = _copied_from(rec, out) or found
     if not found:
         return {"launch": None, "arg": None, "kernel": None, "written": False}
@@ -421,6 +423,7 @@ def _dump(req: dict[str, Any], rec: instrument.Recorder, outputs: list[torch.Ten
             entry.before = first.before[prov["arg"]]
             entry.first_post_sha256 = first.post_sha256[prov["arg"]]
             entry.last_post_sha256 = last.post_sha256[prov["last_arg"]]
+            entry.last_launch, entry.last_arg = prov["last_launch"], prov["last_arg"]
             same = (out.dtype == arg.dtype and out.shape == arg.shape and out.stride() == arg.stride()
                     and out.data_ptr() == arg.data_ptr())
             entry.arg_now = None if same else arg

@@ -28,6 +28,8 @@ _TYPE_ATTR = re.compile(r"type object '(\w+)' has no attribute '(\w+)'")
 _CALL_ERRORS = re.compile(
     r"Unable to cast Python instance of type <class '\w+'> to C\+\+ type|incompatible function arguments"
     r"|(\w+)\(\) got an unexpected keyword argument '(\w+)'|(\w+)\(\) takes (?:from \d+ to )?\d+ positional")
+# A failure of the kind a missing or changed API raises, possibly inside pypto's parser error.
+_SKEW_LIKE = re.compile(r"(?:[\w.]*ParserError: )?[\w.]*(?:AttributeError|TypeError|ImportError|ModuleNotFoundError)\b")
 _RETURN_ANNOTATION = re.compile(r"Return annotation is not allowed")
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"\n]+)", line (?P<line>\d+), in \S+\n(?P<src>[^\n]*)', re.MULTILINE)
 _PYPTO_CALL = re.compile(r"\b(pypto(?:\.\w+)+)\s*\(")
@@ -68,7 +70,9 @@ def detect(error: ErrorInfo | None, texts: str, findings: list[LintFinding], ins
     skew = _from_text(message, traceback, whole, installed)
     linted = _on_line(findings, error) if error else []
     if skew is None:
-        if linted and _failed_like_skew(whole):
+        # Only the failure itself decides: a PermissionError on a line the lint flagged is not skew, whatever
+        # else the case printed (pypto's drawing scripts print ModuleNotFoundError to stderr on every call).
+        if linted and error is not None and _failed_like_skew(message):
             first = linted[0]
             return VersionSkew(installed, _SKEW_FINDING_KIND[first.rule], [f.subject for f in linted if f.subject],
                                first.message, "lint")
@@ -125,9 +129,12 @@ def _on_line(findings: list[LintFinding], error: ErrorInfo) -> list[LintFinding]
             and (f.line == error.line or (f.rule == RETURN_ANNOTATION and "Return annotation" in error.message))]
 
 
-def _failed_like_skew(text: str) -> bool:
-    """An AttributeError/TypeError/ImportError-like failure: the kind a missing or changed API raises."""
-    return bool(re.search(r"\b(AttributeError|TypeError|ImportError|ModuleNotFoundError|Unable to cast)\b", text))
+def _failed_like_skew(message: str) -> bool:
+    """An AttributeError/TypeError/ImportError-like failure: the kind a missing or changed API raises.
+
+    `message` is the failure's own "type: message" line (a RenderedParserError carries the underlying
+    error's type at the start of its message)."""
+    return bool(_SKEW_LIKE.match(message)) or "Unable to cast" in message
 
 
 def _line_of(text: str, found: re.Match[str]) -> str:

@@ -55,6 +55,10 @@ def first_missing(api: PyptoApi, name: str) -> str | None:
             return None
         owner = api.modules[prefix] if kind == "module" else api.classes[prefix]
         candidate = f"{prefix}.{part}"
+        # Dunders (`__path__`, `__file__`, `__version__`) belong to every module and class, in every pypto:
+        # the introspected public names leave them out, and they never say which pypto the code targets.
+        if part.startswith("__") and part.endswith("__"):
+            return None
         if part not in owner and not (kind == "module" and candidate in api.submodules):
             return candidate
         prefix = candidate

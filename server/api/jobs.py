@@ -13,11 +13,12 @@ from server.errors import NotFound
 from server.models import Job, Operator
 from server.schemas.common import ErrorRead
 from server.schemas.job import ArtifactList, ArtifactRead, CaseLogs, JobList, JobLogs, JobRead, JobTimings
-from server.services import artifacts, audit, jobs, queries
+from server.services import artifacts, audit, jobs, ownership, queries
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorRead}}
-CONFLICT: dict[int | str, dict[str, Any]] = {404: {"model": ErrorRead}, 409: {"model": ErrorRead}}
+CONFLICT: dict[int | str, dict[str, Any]] = {403: {"model": ErrorRead}, 404: {"model": ErrorRead},
+                                             409: {"model": ErrorRead}}
 
 
 def job_read(session: Session, job: Job) -> JobRead:
@@ -85,16 +86,20 @@ def download_artifact(job_id: int, path: str, caller: ReadCaller, session: Sessi
 
 @router.post("/{job_id}/cancel", response_model=JobRead, summary="Cancel a job", responses=CONFLICT)
 def cancel_job(job_id: int, caller: SubmitCaller, session: SessionDep) -> JobRead:
-    """A queued job is cancelled at once; a running one stops between cases."""
-    job = jobs.cancel(session, jobs.get(session, job_id))
+    """A queued job is cancelled at once; a running one within seconds. Only its submitter's token or an admin."""
+    job = jobs.get(session, job_id)
+    ownership.check_job(session, job, caller.token_id, caller.name, caller.allows("admin"))
+    job = jobs.cancel(session, job)
     audit.record(session, caller.name, audit.CANCEL, f"job {job_id}", caller.token_id)
     return job_read(session, job)
 
 
 @router.post("/{job_id}/retry", response_model=JobRead, summary="Run a finished job again", responses=CONFLICT)
 def retry_job(job_id: int, caller: SubmitCaller, session: SessionDep, producer: ProducerDep) -> JobRead:
-    """A new attempt of a finished job, enqueued after commit."""
-    job = jobs.retry(session, jobs.get(session, job_id))
+    """A new attempt of a finished job, enqueued after commit. Only its submitter's token or an admin."""
+    job = jobs.get(session, job_id)
+    ownership.check_job(session, job, caller.token_id, caller.name, caller.allows("admin"))
+    job = jobs.retry(session, job)
     audit.record(session, caller.name, audit.RETRY, f"job {job_id}", caller.token_id, attempt=job.attempts)
     enqueue_after_commit(session, producer, job)
     return job_read(session, job)

@@ -42,7 +42,8 @@ OPENAPI_BODY = {"requestBody": {"required": True, "content": {
 @router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=SubmissionAccepted,
              summary="Submit an operator package or script",
              responses={200: {"model": SubmissionAccepted, "description": "an Idempotency-Key replay"},
-                        409: {"model": ErrorRead}, 413: {"model": ErrorRead}, 422: {"model": ErrorRead}},
+                        409: {"model": ErrorRead}, 413: {"model": ErrorRead}, 422: {"model": ErrorRead},
+                        429: {"model": ErrorRead, "description": "the token's queued cases would pass its quota"}},
              openapi_extra=OPENAPI_BODY)
 def create_submission(
     caller: SubmitCaller, session: SessionDep, settings: SettingsDep, blobs: BlobsDep, producer: ProducerDep,

@@ -38,7 +38,7 @@ from server.schemas.suite import (
     WebhookDeliveryList,
     WebhookDeliveryRead,
 )
-from server.services import suite_queries, suite_runs, suite_submit
+from server.services import ownership, suite_queries, suite_runs, suite_submit
 
 suites = APIRouter(prefix="/suites", tags=["suite runs"])
 runs = APIRouter(prefix="/suite-runs", tags=["suite runs"])
@@ -133,12 +133,14 @@ def read_run(run_id: int, request: Request, caller: ReadCaller, session: Session
 @runs.post("/{run_id}/submissions", status_code=status.HTTP_202_ACCEPTED, response_model=OperatorAccepted,
            summary="Submit one operator into the run (reusing unchanged results)",
            responses={200: {"model": OperatorAccepted, "description": "the operator was already submitted"},
-                      **NOT_FOUND, 409: {"model": ErrorRead}, 413: {"model": ErrorRead}, 422: {"model": ErrorRead}})
+                      **NOT_FOUND, 403: {"model": ErrorRead}, 409: {"model": ErrorRead}, 413: {"model": ErrorRead},
+                      422: {"model": ErrorRead}, 429: {"model": ErrorRead}})
 def submit_operator(run_id: int, response: Response, caller: SubmitCaller, session: SessionDep,
                     settings: SettingsDep, blobs: BlobsDep, producer: ProducerDep,
                     new: NewSubmissionDep) -> OperatorAccepted:
     """The same body as POST /submissions; modes default to the run's."""
     run = suite_runs.get_run(session, run_id)
+    ownership.check_run(run, caller.name, caller.allows("admin"))
     new.submitted_by = caller.name
     out = suite_submit.submit_operator(session, blobs, settings, run, new)
     if out.replay:
@@ -152,11 +154,13 @@ def submit_operator(run_id: int, response: Response, caller: SubmitCaller, sessi
 
 
 @runs.post("/{run_id}/close", response_model=SuiteRunRead, summary="Every operator is submitted",
-           responses=NOT_FOUND)
+           responses={**NOT_FOUND, 403: {"model": ErrorRead}})
 def close_run(run_id: int, request: Request, caller: SubmitCaller, session: SessionDep,
               settings: SettingsDep) -> SuiteRunRead:
     """The run finishes once its last result is in (at once when everything was reused)."""
-    run = suite_runs.close(session, suite_runs.get_run(session, run_id))
+    run = suite_runs.get_run(session, run_id)
+    ownership.check_run(run, caller.name, caller.allows("admin"))
+    run = suite_runs.close(session, run)
     return run_read(request, settings, session, run)
 
 

@@ -22,9 +22,8 @@ from server.config import Settings
 from server.errors import Conflict, InvalidInput, PayloadTooLarge
 from server.models import Job, Operator, Submission, SuiteRun
 from server.models.base import utcnow
-from server.services import audit, npu_wait, pypto_route
+from server.services import audit, bounds, npu_wait, pypto_route
 
-JOB_OVERHEAD_S = 120.0  # warm parent start, discovery and reporting on top of the cases
 SUFFIXES = (".tar.gz", ".tgz", ".zip", ".py")
 
 
@@ -117,6 +116,9 @@ def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmi
         unknown = [c for c in new.cases if c not in known]
         if unknown:
             raise InvalidInput(f"unknown case id(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    n_cases = len(new.cases) or (len(known) if known else 1)
+    bounds.check_submission(settings, n_cases)
+    bounds.check_quota(session, settings, new.token_id, n_cases, len(modes))
     operator_name = (new.operator or checked.name).strip()
     if not operator_name or len(operator_name) > 200:
         raise InvalidInput("operator name must be 1-200 characters")
@@ -136,9 +138,8 @@ def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmi
     session.flush()
     audit.record(session, new.submitted_by, audit.SUBMIT, f"submission {sub.id}", new.token_id,
                  operator=operator_name, modes=modes, bundle_sha256=digest)
-    n_cases = len(new.cases) or (len(known) if known else 1)
     jobs = [Job(submission_id=sub.id, operator_id=operator.id, mode=mode, queue=queues[mode],
-                timeout_s=settings.case_timeout_s * n_cases + JOB_OVERHEAD_S, case_count=n_cases,
+                timeout_s=bounds.job_time_limit_s(settings, n_cases), case_count=n_cases,
                 submitted_by=new.submitted_by, queued_at=utcnow()) for mode in modes]
     session.add_all(jobs)
     session.flush()

@@ -149,3 +149,26 @@ def test_run_refuses_a_pypto_this_host_lacks(tmp_path):
         run_submission(pkg, RunOptions(work_dir=tmp_path / "b"))
     with pytest.raises(SubmissionError, match="contradicts test_cases.json's requires_pypto 9.9.9"):
         run_submission(pkg, RunOptions(work_dir=tmp_path / "c", pypto="0.2.0"))
+
+
+def test_a_dunder_of_pypto_is_no_missing_api(api, tmp_path):
+    """`pypto.__path__` is every module's attribute, in every pypto (issue 25: it was flagged as missing)."""
+    (tmp_path / "k.py").write_text("import os\nimport pypto\n\ndef host():\n"
+                                   "    return open(os.path.join(pypto.__path__[0], 'note.txt'), 'w'), pypto.__version__\n")
+    assert [f for f in lint_files([tmp_path / "k.py"], tmp_path, api) if f.rule.startswith("pypto-")] == []
+
+
+def test_a_permission_error_on_a_flagged_line_is_no_skew():
+    """Issue 25: a PermissionError inside a kernel was diagnosed as written for another pypto, because a
+    lint finding sat on its line and the case's other output mentioned an ImportError."""
+    finding = LintFinding("pypto-api-missing", "error", "op_impl.py", 12, "pypto 0.2.0 has no `pypto.Foo`", "",
+                          subject="pypto.Foo")
+    noise = "Traceback (most recent call last):\nModuleNotFoundError: No module named 'matplotlib'\n"
+    for error in (ErrorInfo("RenderedParserError", "PermissionError: [Errno 13] Permission denied: '/x/note.txt'",
+                            "op_impl.py", 12),
+                  ErrorInfo("PermissionError", "[Errno 13] Permission denied: '/x/note.txt'", "op_impl.py", 12,
+                            traceback="... raise AttributeError in a handler ...\nPermissionError: [Errno 13]")):
+        assert detect(error, noise, [finding], "0.2.0") is None
+    skewed = ErrorInfo("RenderedParserError", "AttributeError: module 'pypto' has no attribute 'Foo'",
+                       "op_impl.py", 12)
+    assert detect(skewed, noise, [finding], "0.2.0") is not None

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
 
@@ -108,3 +109,70 @@ def test_the_matrix_covers_every_route(shared_client):
               if p.startswith(API) or p in ("/healthz", "/readyz", "/metrics")}  # not the dashboard's pages
     listed = {(m, p) for m, p, _, _ in ENDPOINTS}
     assert routes == listed
+
+
+# Every action a submit token takes on something that exists (issue 25): only its owner (or an admin) may.
+TENANT_ACTIONS = [
+    ("POST", "/jobs/{job_id}/cancel", {}),
+    ("POST", "/jobs/{job_id}/retry", {}),
+    ("GET", "/submissions/{submission_id}/bundle", {}),
+    ("POST", "/suite-runs/{run_id}/submissions", "package"),
+    ("POST", "/suite-runs/{run_id}/close", {}),
+]
+
+
+def _tenants(client) -> dict[str, dict[str, str]]:
+    from server.services import tokens
+
+    with client.app.state.sessionmaker.begin() as session:
+        made = {who: tokens.create(session, f"tenant-{who}-{uuid.uuid4().hex[:6]}", ["submit"])[1] for who in "ab"}
+    return {who: {"Authorization": f"Bearer {secret}"} for who, secret in made.items()}
+
+
+def _tenant_a_work(client, a) -> dict[str, int]:
+    from tests.server.conftest import package_files
+
+    r = client.post(f"{API}/submissions", headers=a, json={"files": package_files("scale_add"), "modes": ["sim"]})
+    assert r.status_code == 202, r.text
+    run = client.post(f"{API}/suite-runs", headers=a, json={"suite": "tenants", "run_key": uuid.uuid4().hex[:8]})
+    assert run.status_code == 201, run.text
+    return {"submission_id": r.json()["submission_id"], "job_id": r.json()["jobs"][0]["id"], "run_id": run.json()["id"]}
+
+
+def _act(client, method, path, body, ids, headers):
+    from tests.server.conftest import package_files
+
+    kwargs = {"json": {"files": package_files("scale_add")}} if body == "package" else body
+    return client.request(method, API + path.format(**ids), headers=headers, **kwargs)
+
+
+def test_a_tenant_cannot_act_on_another_tenants_work(shared_client):
+    """Tenant B gets 403 for every action on tenant A's job, submission and suite run, and changes nothing;
+    A itself, and an admin, may act (issue 25: B's cancel and retry of A's job answered 200)."""
+    client, token = shared_client
+    who = _tenants(client)
+    ids = _tenant_a_work(client, who["a"])
+    for method, path, body in TENANT_ACTIONS:
+        r = _act(client, method, path, body, ids, who["b"])
+        assert r.status_code == 403, (path, r.status_code, r.text)
+        assert "tenant-a-" in r.json()["detail"] or "submitter" in r.json()["detail"], r.text
+    job = client.get(f"{API}/jobs/{ids['job_id']}", headers=who["b"]).json()  # reading stays open
+    assert (job["status"], job["attempts"], job["cancel_requested"]) == ("queued", 1, False)
+    for method, path, body in TENANT_ACTIONS:
+        if path.endswith("/retry"):
+            continue  # the job is still queued: its owner's retry is a 409, tried below once cancelled
+        r = _act(client, method, path, body, ids, who["a"])
+        assert r.status_code not in (401, 403, 500), (path, r.status_code, r.text)
+    admin = {"Authorization": f"Bearer {token['admin']}"}
+    r = client.post(f"{API}/jobs/{ids['job_id']}/retry", headers=admin)
+    assert r.status_code == 200 and r.json()["attempts"] == 2, r.text
+
+
+def test_every_action_on_existing_work_is_in_the_tenant_test(shared_client):
+    """A new submit-scope action on a job, submission or suite run must be added to TENANT_ACTIONS."""
+    client, _ = shared_client
+    spec = client.get("/openapi.json").json()
+    owned = {(m.upper(), p.removeprefix(API)) for p, ops in spec["paths"].items() for m in ops
+             if m.upper() != "GET" and any(k in p for k in ("{job_id}", "{submission_id}", "{run_id}"))
+             and not p.startswith(f"{API}/internal/")}
+    assert owned <= {(m, p) for m, p, _ in TENANT_ACTIONS}

@@ -115,7 +115,8 @@ def run_command(args: argparse.Namespace, loaded: Any = None, reports: list[Any]
     err = Console(stderr=True)
     options = RunOptions(mode=args.mode, cases=args.case, timeout_s=args.case_timeout,
                          memory_bytes=int(args.memory * 2**30), nproc=args.processes,
-                         disk_bytes=int(args.disk * 2**30), work_dir=args.work_dir, device_id=args.device,
+                         disk_bytes=int(args.disk * 2**30), device_id=args.device,
+                         work_dir=args.work_dir.resolve() if args.work_dir else None,  # jobs run elsewhere
                          graph_verify=not args.no_graph_verify, verify_passes=args.verify_passes,
                          cache_dir=args.cache_dir or default_cache_dir(), parallel=max(1, args.jobs),
                          pypto=args.pypto, keep_work=getattr(args, "keep", False))

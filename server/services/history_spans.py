@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, delete, func, insert, select, text
 from sqlalchemy.orm import Session
 
 from server.models import CaseResult, HistorySpan, Job
@@ -157,18 +157,40 @@ def record(session: Session, jobs: Iterable[Job]) -> None:
 
 
 def rebuild(conn: Connection) -> int:
-    """Every operator's spans from its results (the migration that adds them, and bulk seeding);
-    returns the rows written."""
-    from server.models import Operator
-
+    """Every operator's spans from its results, in SQL (the migration that adds them, and bulk
+    seeding: 10M results are minutes in the database, far more through Python); the same rows as
+    record() writes (tests/server/test_history_spans.py compares them). Returns the rows written."""
     conn.execute(delete(HistorySpan))
-    written = 0
-    for operator_id in list(conn.scalars(select(Operator.id))):
-        rows = _span_rows(operator_id, _rows(conn, operator_id))
-        for i in range(0, len(rows), 5000):
-            conn.execute(insert(HistorySpan), rows[i:i + 5000])
-        written += len(rows)
-    return written
+    day = ("CAST(floor(extract(epoch FROM j.created_at) / 86400) AS INTEGER)" if conn.dialect.name == "postgresql"
+           else "CAST(julianday(j.created_at) - 2440587.5 AS INTEGER)")
+    cols = ("operator_id, \"case\", mode, days, span, runs, cases, first_job_id, job_id, created_at, until, "
+            "\"commit\", branch, atol, rtol, " + ", ".join(f"{k}, {k}_min" for k in VALUES) + ", graph_failed")
+    last = ", ".join(f"max(CASE WHEN back = 1 THEN {c} END)" for c in ('"commit"', "branch", "atol", "rtol"))
+    values = ", ".join(f"max({k}), min({k})" for k in VALUES)
+    order = "ORDER BY created_at{0}, job_id{0}"
+    rank = (f"row_number() OVER (PARTITION BY {{keys}} {order.format('')}) AS fwd, "
+            f"row_number() OVER (PARTITION BY {{keys}} {order.format(' DESC')}) AS back")
+    summary = (f"count(*), {{cases}}, max(CASE WHEN fwd = 1 THEN job_id END), max(CASE WHEN back = 1 THEN job_id END), "
+               f"min(created_at), max(created_at), {last}, {values}")
+    runs = (f"SELECT j.operator_id, j.mode, j.id AS job_id, j.created_at, {day} AS day, max(r.\"commit\") AS \"commit\", "
+            "max(r.branch) AS branch, max(r.atol) AS atol, max(r.rtol) AS rtol, max(r.max_abs_diff) AS max_abs_diff, "
+            "max(r.graph_max_abs_diff) AS graph_max_abs_diff, max(r.aicore_time_us) AS aicore_time_us, "
+            "avg(r.utilization) AS utilization, count(*) AS n FROM case_results r JOIN jobs j ON j.id = r.job_id "
+            "GROUP BY j.id, j.operator_id, j.mode, j.created_at")
+    keys = "operator_id, mode, day"
+    conn.execute(text(
+        f"INSERT INTO history_spans ({cols}) SELECT operator_id, '', mode, 1, day, "
+        f"{summary.format(cases='sum(n)')}, false FROM (SELECT runs.*, {rank.format(keys=keys)} FROM ({runs}) runs) "
+        f"ranked GROUP BY {keys}"))
+    points = (f"SELECT j.operator_id, r.\"case\", j.mode, j.id AS job_id, j.created_at, {day} / {SPAN_DAYS} AS span, "
+              "r.\"commit\", r.branch, r.atol, r.rtol, " + ", ".join(f"r.{k}" for k in VALUES) +
+              ", r.graph_status FROM case_results r JOIN jobs j ON j.id = r.job_id")
+    keys = 'operator_id, "case", mode, span'
+    conn.execute(text(
+        f"INSERT INTO history_spans ({cols}) SELECT operator_id, \"case\", mode, {SPAN_DAYS}, span, "
+        f"{summary.format(cases='count(*)')}, max(CASE WHEN graph_status = 'fail' THEN 1 ELSE 0 END) = 1 "
+        f"FROM (SELECT p.*, {rank.format(keys=keys)} FROM ({points}) p) ranked GROUP BY {keys}"))
+    return int(conn.scalar(select(func.count()).select_from(HistorySpan)) or 0)
 
 
 # -- read side -------------------------------------------------------------------------------------
@@ -207,7 +229,8 @@ def _utc(at: Any) -> Any:
 def _spans(session: Session, operator_id: int, w: Window, days: int, lo: int, hi: int | None,
            cases: bool) -> list[dict[str, Any]]:
     s = HistorySpan
-    stmt = select(s).where(s.operator_id == operator_id, s.days == days, s.span >= lo)
+    keys = (*POINT_KEYS, "graph_failed", "case") if cases else POINT_KEYS
+    stmt = select(*(getattr(s, k) for k in keys)).where(s.operator_id == operator_id, s.days == days, s.span >= lo)
     stmt = stmt.where(s.case != ALL_CASES) if cases else stmt.where(s.case == ALL_CASES)
     if w.case is not None:
         stmt = stmt.where(s.case == w.case)
@@ -215,19 +238,16 @@ def _spans(session: Session, operator_id: int, w: Window, days: int, lo: int, hi
         stmt = stmt.where(s.span <= hi)
     if w.mode:
         stmt = stmt.where(s.mode == w.mode)
-    out = []
-    for row in session.scalars(stmt):
-        p = {k: getattr(row, k) for k in POINT_KEYS}
-        if cases:
-            p["graph_failed"] = row.graph_failed
-            p["case"] = row.case
-        out.append(p)
-    return out
+    return [dict(zip(keys, row)) for row in session.execute(stmt)]
 
 
 def operator_points(session: Session, operator_id: int, w: Window) -> list[dict[str, Any]] | None:
-    """The window's buckets from the spans (None: not a window they answer). With w.case, that case's
-    own spans, when the buckets are whole multiples of them."""
+    """The window's points from the spans (None: not a window they answer): a mode with more than
+    w.buckets runs in buckets of whole days, a mode with fewer its runs one by one (read from the runs:
+    at most w.buckets of them). With w.case, that case's own spans, when the buckets are whole
+    multiples of them."""
+    from server.services import history
+
     now = utcnow()
     width = width_days(w, now)
     if width is None or (w.case is not None and width % SPAN_DAYS):
@@ -243,11 +263,32 @@ def operator_points(session: Session, operator_id: int, w: Window) -> list[dict[
             points += case_points(rows).get(w.case, [])
         else:
             points += run_points(rows)
-    return group(points, width)
+    out = []
+    for mode, ps in _by_mode(points).items():
+        if sum(p["runs"] for p in ps) > (w.buckets or 0):
+            out += group(ps, width)
+        else:
+            out += history.operator_history(session, operator_id, _runs_window(w, mode)).points
+    return sorted(out, key=lambda p: (p["created_at"], p["job_id"]))
+
+
+def _by_mode(points: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for p in points:
+        out.setdefault(p["mode"], []).append(p)
+    return out
+
+
+def _runs_window(w: Window, mode: str) -> Window:
+    """The same range, one mode, run by run (no buckets): for a mode with few runs."""
+    return Window(mode=mode, since=w.since, until=w.until, case=w.case)
 
 
 def case_points_by_case(session: Session, operator_id: int, w: Window) -> dict[str, list[dict[str, Any]]] | None:
-    """Every case's own buckets from the spans (None: not a window they answer)."""
+    """Every case's own points from the spans (None: not a window they answer): in a mode with more
+    than w.buckets runs (its most frequent case's), buckets of whole days; else run by run."""
+    from server.services import history
+
     now = utcnow()
     width = width_days(w, now)
     if width is None or width % SPAN_DAYS:
@@ -259,6 +300,16 @@ def case_points_by_case(session: Session, operator_id: int, w: Window) -> dict[s
             if w.case is None or case == w.case:
                 points += [dict(p, case=case) for p in ps]
     out: dict[str, list[dict[str, Any]]] = {}
-    for p in group(points, width, "case"):
-        out.setdefault(p.pop("case"), []).append(p)
+    for mode, ps in _by_mode(points).items():
+        runs: dict[str, int] = {}
+        for p in ps:
+            runs[p["case"]] = runs.get(p["case"], 0) + p["runs"]
+        if max(runs.values()) > (w.buckets or 0):
+            for p in group(ps, width, "case"):
+                out.setdefault(p.pop("case"), []).append(p)
+        else:
+            for case, cps in history.case_history(session, operator_id, _runs_window(w, mode)).items():
+                out.setdefault(case, []).extend(cps)
+    for cps in out.values():
+        cps.sort(key=lambda p: (p["created_at"], p["job_id"]))
     return out

@@ -79,6 +79,9 @@ def measure(settings: Settings, requests: int) -> dict[str, dict[str, list[float
         client.cookies.set("crosscheck_token", secret)
         labels = [label for label, _ in endpoints("x", SHALLOW, year)]
         for i in range(requests + 3):  # 3 warm-up rounds, not counted
+            if i and i % 20 == 0:
+                print(f"  round {i} of {requests + 3}, load average {os.getloadavg()[0]:.1f}", file=sys.stderr,
+                      flush=True)
             for k, label in enumerate(labels):
                 for depth, kind in ((SHALLOW, "shallow"), (DEEP, "deep")):
                     name = names[depth][i % len(names[depth])]
@@ -110,7 +113,7 @@ def report(results: dict[str, dict[str, list[float]]]) -> dict[str, float]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help=f"SQLite, about {QUICK_ROWS:,} rows, 60 requests each")
-    ap.add_argument("--rows", type=int, default=1_000_000, help="case results, half of them per depth... about")
+    ap.add_argument("--rows", type=int, default=1_000_000, help="case results in all, about")
     ap.add_argument("--requests", type=int, default=100, help="timed requests per endpoint and depth")
     ap.add_argument("--postgres", action="store_true", help="a dedicated database on the local PostgreSQL")
     ap.add_argument("--report-bytes", type=int, default=REPORT_BYTES, help="stderr tail in each stored report")

@@ -66,7 +66,7 @@ def seed(url: str, operators: int, jobs_per_op: int, cases: int, report_bytes: i
         v = rng.choices(verdicts, weights)[0]
         labels = {"branch": "main", "author": f"dev{i % 20}"}
         # With mixed depths the name says the depth (bench/depth.py filters the overview on it).
-        depth = f"d{depths[i % len(depths)]}_" if len(depths) > 1 else ""
+        depth = f"{depths[i % len(depths)]}runs_" if len(depths) > 1 else ""
         ops.append((i + 1, f"op_{i:04d}_{depth}" + rng.choice(["add", "matmul", "softmax", "rmsnorm"]), now,
                     now - timedelta(minutes=i), v, cases, _json({v: cases}), "sim_garbage_graph_ok", "pass", 1.6e35,
                     "pass", 0.0, 2e-4, 1e-3, 4.1, _json(labels)))

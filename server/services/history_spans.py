@@ -1,8 +1,8 @@
 """The year view without reading the year: each operator's runs summarised per span of UTC days when
 its results are stored, and long windows answered from those spans (docs/history.md §6).
 
-Two levels: whole runs (each run's worst over its cases, as a history point) per 1 day, and each
-case's own values per SPAN_DAYS days. A span row holds what history._bucket keeps of its runs (the
+Whole runs (each run's worst over its cases, as a history point) per day and per SPAN_DAYS days,
+each case's own values per SPAN_DAYS days. A span row holds what history._bucket keeps of its runs (the
 max and min of every value, runs, cases, first and last run), so spans merge into wider buckets
 exactly as the runs would have."""
 from __future__ import annotations
@@ -20,7 +20,7 @@ from server.models.base import utcnow
 from server.models.history_span import ALL_CASES
 from server.services.history import VALUES, Window, _point
 
-SPAN_DAYS = 4  # one case's spans; whole runs are kept per day
+SPAN_DAYS = 8  # each case's spans; whole runs are kept per day and per SPAN_DAYS (the year view's buckets)
 EPOCH = date(1970, 1, 1)
 POINT_KEYS = ("job_id", "first_job_id", "mode", "created_at", "until", "commit", "branch", "atol", "rtol", "cases",
               "runs", *VALUES, *(f"{k}_min" for k in VALUES))
@@ -123,10 +123,11 @@ def group(points: Iterable[dict[str, Any]], width: int, *key: str) -> list[dict[
 
 
 def _span_rows(operator_id: int, rows: list[Any]) -> list[dict[str, Any]]:
-    """history_spans rows for these results: whole runs per day, each case per SPAN_DAYS."""
+    """history_spans rows for these results: whole runs per day and per SPAN_DAYS, each case per SPAN_DAYS."""
     out = []
-    for p in group(run_points(rows), 1):
-        out.append(_span_row(p, operator_id, ALL_CASES, 1))
+    runs = run_points(rows)
+    for days in (1, SPAN_DAYS):
+        out += [_span_row(p, operator_id, ALL_CASES, days) for p in group(runs, days)]
     for case, points in case_points(rows).items():
         for p in group(points, SPAN_DAYS):
             out.append(_span_row(p, operator_id, case, SPAN_DAYS))
@@ -177,11 +178,12 @@ def rebuild(conn: Connection) -> int:
             "max(r.graph_max_abs_diff) AS graph_max_abs_diff, max(r.aicore_time_us) AS aicore_time_us, "
             "avg(r.utilization) AS utilization, count(*) AS n FROM case_results r JOIN jobs j ON j.id = r.job_id "
             "GROUP BY j.id, j.operator_id, j.mode, j.created_at")
-    keys = "operator_id, mode, day"
-    conn.execute(text(
-        f"INSERT INTO history_spans ({cols}) SELECT operator_id, '', mode, 1, day, "
-        f"{summary.format(cases='sum(n)')}, false FROM (SELECT runs.*, {rank.format(keys=keys)} FROM ({runs}) runs) "
-        f"ranked GROUP BY {keys}"))
+    keys = "operator_id, mode, span"
+    for days in (1, SPAN_DAYS):
+        conn.execute(text(
+            f"INSERT INTO history_spans ({cols}) SELECT operator_id, '', mode, {days}, span, "
+            f"{summary.format(cases='sum(n)')}, false FROM (SELECT r.*, {rank.format(keys=keys)} FROM "
+            f"(SELECT runs.*, day / {days} AS span FROM ({runs}) runs) r) ranked GROUP BY {keys}"))
     points = (f"SELECT j.operator_id, r.\"case\", j.mode, j.id AS job_id, j.created_at, {day} / {SPAN_DAYS} AS span, "
               "r.\"commit\", r.branch, r.atol, r.rtol, " + ", ".join(f"r.{k}" for k in VALUES) +
               ", r.graph_status FROM case_results r JOIN jobs j ON j.id = r.job_id")
@@ -252,7 +254,7 @@ def operator_points(session: Session, operator_id: int, w: Window) -> list[dict[
     width = width_days(w, now)
     if width is None or (w.case is not None and width % SPAN_DAYS):
         return None
-    days = SPAN_DAYS if w.case is not None else 1
+    days = SPAN_DAYS if w.case is not None or width % SPAN_DAYS == 0 else 1
     lo, hi, raw = _parts(w, days, now)
     points = _spans(session, operator_id, w, days, lo, hi, w.case is not None)
     for p in points:

@@ -1,7 +1,7 @@
 """Dashboard server time at scale: 1,000 operators x 100 jobs each (issue 5's benchmark), or with
 --depth 1,000 runs of 10 cases per operator (issue 15's).
 
-Seeds a dedicated database in bulk (bench/seed.py: COPY on PostgreSQL, executemany on SQLite),
+Seeds a dedicated database in bulk (bench/seed.py: rows generated inside the database),
 then times the overview and the operator page in process (FastAPI TestClient: routing, auth, queries
 and template rendering; no network) and prints p50/p99 per page.
 

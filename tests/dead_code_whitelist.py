@@ -21,6 +21,7 @@ _.mismatch_ratio, _.inf_count, _.output_abs_max, _.golden_abs_max, _.shape_match
 _.last_status_code, _.last_error, _.delivered_at  # webhook deliveries
 _.size_bytes, _.webhook_configured, _.latest_run, _.not_reused, _.release  # API response fields
 _.first_job_id, _.graph_max_abs_diff_min, _.utilization_min  # server/schemas/operator.py (history)
+_.graph_failed  # history_spans column, read by name (server/services/history_spans.py POINT_KEYS)
 _.next_before, _.removed  # server/schemas/audit.py, server/schemas/worker.py
 
 # Read by Jinja templates (web/templates/).

@@ -19,8 +19,10 @@ from web.overview import operator_row
 
 router = APIRouter(route_class=HtmlRoute)
 HISTORY_RUNS = history.DEFAULT_RUNS  # the default window: the last runs, drawn one point each
-HISTORY_BUCKETS = 100  # longer ranges are drawn as min/max per time bucket (docs/history.md)
-RANGES_DAYS = {"90d": 90, "1y": 365}
+# Longer ranges are drawn as min/max per time bucket, at most this many per mode: a year in 8-day
+# buckets, read from the spans kept at write time, so that it draws about as many points as the
+# last 100 runs whatever the operator's depth (docs/history.md §2, §6).
+RANGES = {"90d": (90, 100), "1y": (365, 50)}  # days, buckets
 Range = Literal["runs", "90d", "1y"]
 RECENT_JOBS = 20
 PENDING = (QUEUED, RUNNING, AWAITING_NPU)  # an NPU job in these states is what "awaiting NPU" may point at
@@ -28,10 +30,10 @@ PENDING = (QUEUED, RUNNING, AWAITING_NPU)  # an NPU job in these states is what 
 
 def history_window(range_: str, case: str | None = None) -> history.Window:
     """?range=90d|1y: the last days, downsampled; runs (the default): the last HISTORY_RUNS runs."""
-    days = RANGES_DAYS.get(range_)
-    if days is None:
+    if range_ not in RANGES:
         return history.Window(limit=HISTORY_RUNS, case=case)
-    return history.Window(since=utcnow() - timedelta(days=days), buckets=HISTORY_BUCKETS, case=case)
+    days, buckets = RANGES[range_]
+    return history.Window(since=utcnow() - timedelta(days=days), buckets=buckets, case=case)
 
 
 @router.get("/operators/{name:path}", response_class=HTMLResponse, name="operator")

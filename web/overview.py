@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse
 
 from server.api.deps import SessionDep
 from server.errors import InvalidInput
+from server.models import CaseResult
 from server.models.base import utcnow
 from server.models.job import QUEUED, RUNNING
 from server.services import coverage, queries
@@ -23,6 +24,11 @@ router = APIRouter(route_class=HtmlRoute)
 PER_PAGE_CHOICES = (25, 50, 100, 200)
 ACTIVE = (QUEUED, RUNNING)  # while any job is in these states the overview refreshes itself
 REFRESH_S = 10
+# What a row and its case table show of each case's latest results (web/templates/overview.html):
+# plain rows of these columns, not ORM objects, for 200 rows of 10 cases a page.
+CASE_COLUMNS = (CaseResult.id, CaseResult.job_id, CaseResult.verdict, CaseResult.max_abs_diff, CaseResult.nan_count,
+                CaseResult.output_written, CaseResult.graph_status, CaseResult.graph_max_abs_diff, CaseResult.atol,
+                CaseResult.aicore_time_us)
 SINCE = {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7), "30d": timedelta(days=30)}
 
 
@@ -52,7 +58,7 @@ def overview(request: Request, session: SessionDep, caller: Reader,
                                branch=branch.strip() or None, author=author.strip() or None,
                                since=utcnow() - SINCE[since] if since else None)
     operators, total = queries.list_operators(session, f, limit=per_page, offset=(page - 1) * per_page)
-    cases = queries.case_summaries(session, [op.id for op in operators])
+    cases = queries.case_summaries(session, [op.id for op in operators], *CASE_COLUMNS)
     params = {"verdict": f.verdict, "mode": mode, "branch": branch, "author": author, "since": since, "q": q,
               "per_page": per_page if per_page != 50 else ""}
     pages = max(1, -(-total // per_page))

@@ -3,6 +3,7 @@ from server.models.audit import AuditEvent
 from server.models.base import Base
 from server.models.case_day import CaseDay
 from server.models.case_result import CaseResult
+from server.models.history_span import HistorySpan
 from server.models.job import Job
 from server.models.operator import CaseState, Operator
 from server.models.submission import Submission
@@ -12,5 +13,5 @@ from server.models.token import ApiToken
 from server.models.webhook import WebhookDelivery
 from server.models.worker import Worker
 
-__all__ = ["ApiToken", "AuditEvent", "Base", "CaseDay", "CaseResult", "CaseState", "Job", "Operator", "Submission", "Suite", "SuiteRun",
+__all__ = ["ApiToken", "AuditEvent", "Base", "CaseDay", "CaseResult", "CaseState", "HistorySpan", "Job", "Operator", "Submission", "Suite", "SuiteRun",
            "SuiteRunResult", "WebhookDelivery", "Worker"]

@@ -49,14 +49,20 @@ def operator_history(session: Session, operator_id: int, w: Window) -> History:
 
     With w.case: that case's values in the runs that stored it (NotFound for a case the operator
     never had); the daily aggregates are per operator, so none come with it."""
+    from server.services import history_spans  # it builds on this module's points
+
     if w.case is not None:
         _check_case(session, operator_id, w.case)
+    _validate(w)
+    days = _days(session, operator_id, w) if (w.since or w.until) and w.case is None else []
+    spans = history_spans.operator_points(session, operator_id, w)
+    if spans is not None:  # a long window: from the spans kept at write time (docs/history.md §6)
+        return History(spans, None, days)
     runs, more = _window_runs(session, operator_id, w)
     points = _aggregate(session, [r.id for r in runs], {r.id: r for r in runs}, w.case)
     points.sort(key=lambda p: (p["created_at"], p["job_id"]))
     if w.buckets:
         points = downsample(points, w.buckets)
-    days = _days(session, operator_id, w) if (w.since or w.until) and w.case is None else []
     return History(points, runs[-1].id if more and runs else None, days)
 
 
@@ -65,6 +71,12 @@ def case_history(session: Session, operator_id: int, w: Window) -> dict[str, lis
 
     A point has the shape of operator_history's (its `cases` is 1), plus `graph_failed`: that case's
     graph verify failed in the run. With w.buckets each case is downsampled on its own."""
+    from server.services import history_spans  # it builds on this module's points
+
+    _validate(w)
+    spans = history_spans.case_points_by_case(session, operator_id, w)
+    if spans is not None:  # a long window: from the spans kept at write time (docs/history.md §6)
+        return spans
     runs, _more = _window_runs(session, operator_id, w)
     by_id = {r.id: r for r in runs}
     r = CaseResult
@@ -87,15 +99,20 @@ def case_history(session: Session, operator_id: int, w: Window) -> dict[str, lis
 
 def _window_runs(session: Session, operator_id: int, w: Window) -> tuple[list[Any], bool]:
     """The window's runs, newest first, and whether older ones exist."""
+    _validate(w)
+    n = w.runs_wanted()
+    runs = _runs(session, operator_id, w, n + 1)
+    return runs[:n], len(runs) > n
+
+
+def _validate(w: Window) -> None:
+    """InvalidInput naming what is wrong with the window."""
     if w.mode is not None and w.mode not in MODES:
         raise InvalidInput(f"unknown mode {w.mode!r}; use sim or npu")
     if w.buckets is not None and not 2 <= w.buckets <= MAX_BUCKETS:
         raise InvalidInput(f"buckets must be between 2 and {MAX_BUCKETS}")
     if w.since and w.until and w.since >= w.until:
         raise InvalidInput("since must be before until")
-    n = w.runs_wanted()
-    runs = _runs(session, operator_id, w, n + 1)
-    return runs[:n], len(runs) > n
 
 
 def _check_case(session: Session, operator_id: int, case: str) -> None:

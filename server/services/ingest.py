@@ -31,7 +31,7 @@ from server.models import (
 from server.models.base import utcnow
 from server.models.job import FAILED, SUCCEEDED
 from server.models.suite_run import DONE, OPEN, UPLOADED
-from server.services import combined, provenance, results, suite_finish, suite_runs
+from server.services import combined, history_spans, provenance, results, suite_finish, suite_runs
 from server.services.jobs import UPLOAD_QUEUE
 
 
@@ -164,6 +164,7 @@ def _store_fresh(session: Session, blobs: BlobStore, up: Upload, run: SuiteRun, 
         "verified": r.verified, "flips": 0, "note": "" if r.verified else f"unverified: {missing} missing",
         "created_at": now} for r in stored])
     _update_latest(session, up.mode, [r for r in stored if r.verified])
+    history_spans.record(session, jobs.values())
     return list(jobs.values())
 
 

@@ -97,7 +97,7 @@ def state_results(session: Session, states: Sequence[Any], *columns: Any, lean: 
     return {r.id: r for r in session.scalars(stmt)}
 
 
-def _case_row(state: CaseState, results: dict[int, Any]) -> dict[str, Any]:
+def _case_row(state: Any, results: dict[int, Any]) -> dict[str, Any]:
     return {"case": state.case, "combined_verdict": state.combined_verdict, "reason": state.reason,
             "sim": results.get(state.sim_result_id or 0), "npu": results.get(state.npu_result_id or 0)}
 
@@ -183,15 +183,24 @@ def list_workers(session: Session) -> list[Worker]:
     return list(session.scalars(select(Worker).order_by(Worker.last_heartbeat.desc())))
 
 
-def case_summaries(session: Session, operator_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+def case_summaries(session: Session, operator_ids: list[int], *columns: Any) -> dict[int, list[dict[str, Any]]]:
     """Each operator's cases with their latest results, without the full runtime reports (the overview's rows):
     reports carry log tails and can be tens of KB each, so loading them for a page of
-    operators would dominate its time. Touching `report` raises instead of querying."""
+    operators would dominate its time. Touching `report` raises instead of querying.
+
+    `columns` (CaseResult.id first): plain rows of just those columns instead of ORM objects, and
+    plain case states; what a page of 200 operators needs to stay within its time (bench/depth.py)."""
     if not operator_ids:
         return {}
-    states = list(session.scalars(select(CaseState).where(CaseState.operator_id.in_(operator_ids))
-                                  .order_by(CaseState.operator_id, CaseState.case)))
-    results = state_results(session, states, lean=True)
+    where = CaseState.operator_id.in_(operator_ids)
+    order = (CaseState.operator_id, CaseState.case)
+    if columns:
+        c = CaseState
+        states: list[Any] = list(session.execute(select(c.operator_id, c.case, c.sim_result_id, c.npu_result_id,
+                                                        c.combined_verdict, c.reason).where(where).order_by(*order)))
+    else:
+        states = list(session.scalars(select(CaseState).where(where).order_by(*order)))
+    results = state_results(session, states, *columns, lean=True)
     out: dict[int, list[dict[str, Any]]] = {i: [] for i in operator_ids}
     for s in states:
         out[s.operator_id].append(_case_row(s, results))

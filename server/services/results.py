@@ -22,7 +22,7 @@ from server.errors import InvalidInput
 from server.models import CaseResult, CaseState, Job, Operator, Submission
 from server.models.base import utcnow
 from server.models.job import CANCELLED, ERROR, FAILED, RUNNING, SUCCEEDED, TIMEOUT
-from server.services import combined, provenance, queries, suite_runs
+from server.services import combined, history_spans, provenance, queries, suite_runs
 from server.services.jobs import finish
 
 def validate_report(report: Any) -> dict[str, Any]:
@@ -62,6 +62,7 @@ def store(session: Session, blobs: BlobStore, job: Job, attempt: int, report: di
         job.summary = _summary(rows)
         job.case_count = len(rows)
         _update_latest(session, job, rows)
+        history_spans.record(session, [job])
     if cancelled:
         finish(job, CANCELLED, error)
     elif timed_out:

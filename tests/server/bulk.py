@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from server.models import CaseResult, Job, Operator, Submission
+from server.services import history_spans
 
 
 @dataclass
@@ -44,6 +46,8 @@ def add_runs(session: Session, operator_id: int, runs: list[Run]) -> list[int]:
             session.execute(insert(CaseResult), [_result(operator_id, name or "", job, run, case, verdict, diff)
                                                   for case, (verdict, diff) in cases.items()])
         ids.append(job)
+    # As results.store and ingest do: the spans the year view reads (docs/history.md §6).
+    history_spans.record(session, [SimpleNamespace(operator_id=operator_id, mode=r.mode, created_at=r.at) for r in runs])
     return ids
 
 

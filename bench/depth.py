@@ -1,0 +1,148 @@
+"""Does a page cost the same at 100 runs per operator as at 1,000? (issue 20)
+
+One database holds both depths side by side: every other operator has 100 runs, the others 1,000,
+each spread over the same year, 10 cases a run (bench/seed.py). Every endpoint and page is timed
+for a shallow and a deep operator in alternation (A B A B ...), in process (routing, auth, queries,
+rendering; no network), so a busy machine slows both alike; the claim is the ratio p99 deep /
+p99 shallow, not the absolute time. Targets: ratio <= 1.2 for the history API, the operator page,
+its year view and the overview (200 rows a page).
+
+    python bench/depth.py --quick                  # SQLite, about 200k rows, under 3 minutes
+    python bench/depth.py --rows 1000000 [--postgres] [--keep]
+    python bench/depth.py --rows 10000000 --postgres --keep --requests 200
+
+The last line is `depth-ratio history=<r> page=<r> overview=<r> year=<r>`.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import text
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH.parent))
+sys.path.insert(0, str(BENCH))
+
+from dashboard import timed_app  # noqa: E402
+from seed import REPORT_BYTES, database  # noqa: E402
+
+from server.config import Settings  # noqa: E402
+from server.services import tokens  # noqa: E402
+
+PG_DB = "crosscheck_bench_depth"
+SHALLOW, DEEP, CASES = 100, 1000, 10
+TARGET_RATIO = 1.2
+QUICK_ROWS = 200_000
+# The summary line's names: endpoint label -> key.
+HEADLINE = {"history API": "history", "operator page": "page", "overview, 200 rows": "overview",
+            "operator page, year": "year"}
+
+
+def endpoints(name: str, depth: int, year: str) -> list[tuple[str, str]]:
+    """(label, url) for an operator of this depth; the overview shows the operators of this depth."""
+    return [("history API", f"/api/v1/operators/{name}/history"),
+            ("history API ?mode=sim", f"/api/v1/operators/{name}/history?mode=sim"),
+            ("history API, a year in 200 buckets", f"/api/v1/operators/{name}/history?since={year}&buckets=200"),
+            ("cases API", f"/api/v1/cases?operator={name}&mode=sim&limit=100"),
+            ("operator page", f"/operators/{name}"),
+            ("operator page, year", f"/operators/{name}?range=1y"),
+            ("overview, 200 rows", f"/?q={depth}runs&per_page=200")]  # "100runs" is no part of "1000runs"
+
+
+def measure(settings: Settings, requests: int) -> dict[str, dict[str, list[float]]]:
+    """label -> {"shallow": ms..., "deep": ms...}, each request of one depth followed by the other's."""
+    from fastapi.testclient import TestClient
+
+    from server.main import create_app
+
+    app = create_app(settings, start_sweeper=False)
+    with app.state.sessionmaker() as session:
+        secret = tokens.create(session, "bench", ["read"])[1]
+        session.commit()
+        every = list(session.scalars(text("SELECT name FROM operators ORDER BY id")))
+        names = {d: [n for n in every if f"_{d}runs_" in n][:5] for d in (SHALLOW, DEEP)}
+    if not names[SHALLOW] or not names[DEEP]:
+        raise SystemExit("the database holds no operators of both depths: seed it with bench/depth.py")
+    year = (datetime.now(UTC) - timedelta(days=365)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    timed, server_ms = timed_app(app)
+    out: dict[str, dict[str, list[float]]] = {}
+    with TestClient(timed) as client:
+        client.headers["Authorization"] = f"Bearer {secret}"
+        client.cookies.set("crosscheck_token", secret)
+        labels = [label for label, _ in endpoints("x", SHALLOW, year)]
+        for i in range(requests + 3):  # 3 warm-up rounds, not counted
+            if i and i % 20 == 0:
+                print(f"  round {i} of {requests + 3}, load average {os.getloadavg()[0]:.1f}", file=sys.stderr,
+                      flush=True)
+            for k, label in enumerate(labels):
+                for depth, kind in ((SHALLOW, "shallow"), (DEEP, "deep")):
+                    name = names[depth][i % len(names[depth])]
+                    url = endpoints(name, depth, year)[k][1]
+                    server_ms.clear()
+                    response = client.get(url)
+                    assert response.status_code == 200, (url, response.status_code, response.text[:300])
+                    if i >= 3:
+                        out.setdefault(label, {}).setdefault(kind, []).extend(server_ms)
+    return out
+
+
+def p99(times: list[float]) -> float:
+    return statistics.quantiles(times, n=100)[98] if len(times) >= 2 else times[0]
+
+
+def report(results: dict[str, dict[str, list[float]]]) -> dict[str, float]:
+    print(f"\n| {'endpoint':<36} | {'100 runs p50 / p99':>18} | {'1,000 runs p50 / p99':>20} | p50 ratio | p99 ratio |")
+    print(f"|{'-' * 38}|{'-' * 20}|{'-' * 22}|{'-' * 11}|{'-' * 11}|")
+    ratios = {}
+    for label, by in results.items():
+        a, b = by["shallow"], by["deep"]
+        ratios[label] = p99(b) / p99(a)
+        print(f"| {label:<36} | {statistics.median(a):7.1f} / {p99(a):7.1f} | {statistics.median(b):8.1f} / "
+              f"{p99(b):8.1f} | {statistics.median(b) / statistics.median(a):9.2f} | {ratios[label]:9.2f} |")
+    return ratios
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help=f"SQLite, about {QUICK_ROWS:,} rows, 60 requests each")
+    ap.add_argument("--rows", type=int, default=1_000_000, help="case results in all, about")
+    ap.add_argument("--requests", type=int, default=100, help="timed requests per endpoint and depth")
+    ap.add_argument("--postgres", action="store_true", help="a dedicated database on the local PostgreSQL")
+    ap.add_argument("--report-bytes", type=int, default=REPORT_BYTES, help="stderr tail in each stored report")
+    ap.add_argument("--keep", action="store_true", help="keep the seeded database for the next run (bench/seed.py)")
+    args = ap.parse_args()
+    if args.quick:
+        args.rows, args.requests, args.postgres = QUICK_ROWS, min(args.requests, 60), False
+    pair = (SHALLOW + DEEP) * CASES  # the rows of one shallow and one deep operator
+    operators = 2 * max(1, round(args.rows / pair))
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench-depth-") as tmp:
+        url, cleanup = database(args.postgres, PG_DB, tmp, (operators, DEEP, CASES), args.keep, args.report_bytes,
+                                depths=(SHALLOW, DEEP))
+        try:
+            settings = Settings(data_dir=Path(tmp), database_url=url)
+            load = os.getloadavg()
+            print(f"\n{'PostgreSQL' if args.postgres else 'SQLite'}: {operators} operators ({operators // 2} with "
+                  f"{SHALLOW} runs, {operators // 2} with {DEEP}), {operators // 2 * pair:,} case results; "
+                  f"{args.requests} requests per endpoint and depth, interleaved; server ms in process")
+            ratios = report(measure(settings, args.requests))
+            after = os.getloadavg()
+            print(f"\nload average {load[0]:.1f} before, {after[0]:.1f} after (1 min); {time.perf_counter() - t0:.0f} s "
+                  f"in all; target: p99 ratio <= {TARGET_RATIO}")
+        finally:
+            cleanup()
+    ok = all(ratios[label] <= TARGET_RATIO for label in HEADLINE)
+    print("depth-ratio " + " ".join(f"{key}={ratios[label]:.2f}" for label, key in HEADLINE.items()))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

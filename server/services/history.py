@@ -4,7 +4,6 @@ The same window gives one case's runs (Window.case) or every case's runs at once
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select, tuple_
@@ -13,29 +12,9 @@ from sqlalchemy.orm import Session
 from runtime.modes import MODES
 from server.errors import InvalidInput, NotFound
 from server.models import CaseDay, CaseResult, CaseState, Job
-
-DEFAULT_RUNS = 100  # the last N runs when no date range is given
-MAX_RUNS = 5000  # one page at most, also for a date range
-MAX_BUCKETS = 1000
-# Per-run values, each the worst (max) over the run's cases; buckets keep their min and max.
-VALUES = ("max_abs_diff", "graph_max_abs_diff", "aicore_time_us", "utilization")
-
-
-@dataclass
-class Window:
-    mode: str | None = None
-    limit: int | None = None  # None: DEFAULT_RUNS, or MAX_RUNS within a date range
-    since: datetime | None = None
-    until: datetime | None = None
-    cursor: int | None = None  # a run's job id: only runs older than it
-    buckets: int | None = None  # downsample each mode to at most this many points
-    case: str | None = None  # one case: its own values, only the runs that stored it
-
-    def runs_wanted(self) -> int:
-        if self.limit is not None:
-            return max(1, min(self.limit, MAX_RUNS))
-        return MAX_RUNS if (self.since or self.until) else DEFAULT_RUNS
-
+from server.services import history_spans
+from server.services.history_window import (  # noqa: F401 (re-exported: the API and pages read history.Window etc.)
+    DEFAULT_RUNS, MAX_BUCKETS, MAX_RUNS, VALUES, Window, _point)
 
 @dataclass
 class History:
@@ -49,13 +28,12 @@ def operator_history(session: Session, operator_id: int, w: Window) -> History:
 
     With w.case: that case's values in the runs that stored it (NotFound for a case the operator
     never had); the daily aggregates are per operator, so none come with it."""
-    from server.services import history_spans  # it builds on this module's points
-
     if w.case is not None:
         _check_case(session, operator_id, w.case)
     _validate(w)
     days = _days(session, operator_id, w) if (w.since or w.until) and w.case is None else []
-    spans = history_spans.operator_points(session, operator_id, w)
+    spans = history_spans.operator_points(session, operator_id, w,
+                                          lambda win: operator_history(session, operator_id, win).points)
     if spans is not None:  # a long window: from the spans kept at write time (docs/history.md §6)
         return History(spans, None, days)
     runs, more = _window_runs(session, operator_id, w)
@@ -71,10 +49,9 @@ def case_history(session: Session, operator_id: int, w: Window) -> dict[str, lis
 
     A point has the shape of operator_history's (its `cases` is 1), plus `graph_failed`: that case's
     graph verify failed in the run. With w.buckets each case is downsampled on its own."""
-    from server.services import history_spans  # it builds on this module's points
-
     _validate(w)
-    spans = history_spans.case_points_by_case(session, operator_id, w)
+    spans = history_spans.case_points_by_case(session, operator_id, w,
+                                              lambda win: case_history(session, operator_id, win))
     if spans is not None:  # a long window: from the spans kept at write time (docs/history.md §6)
         return spans
     runs, _more = _window_runs(session, operator_id, w)
@@ -187,17 +164,6 @@ def _aggregate(session: Session, job_ids: list[int], runs: dict[int, Any],
     if case is not None:
         stmt = stmt.where(r.case == case)
     return [_point(job_id, runs[job_id], *values) for job_id, *values in session.execute(stmt)]
-
-
-def _point(job_id: int, run: Any, commit: Any, branch: Any, diff: Any, gdiff: Any, atol: Any, rtol: Any, us: Any,
-           util: Any, cases: int) -> dict[str, Any]:
-    p = {"job_id": job_id, "first_job_id": job_id, "mode": run.mode, "created_at": run.created_at,
-         "until": run.created_at, "commit": commit, "branch": branch, "max_abs_diff": diff,
-         "graph_max_abs_diff": gdiff, "atol": atol, "rtol": rtol, "aicore_time_us": us, "utilization": util,
-         "cases": cases, "runs": 1}
-    for key in VALUES:
-        p[f"{key}_min"] = p[key]
-    return p
 
 
 def downsample(points: list[dict[str, Any]], buckets: int) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ exactly as the runs would have."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from server.models import CaseResult, HistorySpan, Job
 from server.models.base import utcnow
 from server.models.history_span import ALL_CASES
-from server.services.history import VALUES, Window, _point
+from server.services.history_window import VALUES, Window, _point
 
 SPAN_DAYS = 8  # each case's spans; whole runs are kept per day and per SPAN_DAYS (the year view's buckets)
 EPOCH = date(1970, 1, 1)
@@ -243,13 +243,13 @@ def _spans(session: Session, operator_id: int, w: Window, days: int, lo: int, hi
     return [dict(zip(keys, row)) for row in session.execute(stmt)]
 
 
-def operator_points(session: Session, operator_id: int, w: Window) -> list[dict[str, Any]] | None:
+def operator_points(session: Session, operator_id: int, w: Window,
+                    run_by_run: Callable[[Window], list[dict[str, Any]]]) -> list[dict[str, Any]] | None:
     """The window's points from the spans (None: not a window they answer): a mode with more than
     w.buckets runs in buckets of whole days, a mode with fewer its runs one by one (read from the runs:
     at most w.buckets of them). With w.case, that case's own spans, when the buckets are whole
-    multiples of them."""
-    from server.services import history
-
+    multiples of them. `run_by_run` gives a window's points one per run (history.operator_history's,
+    passed in: history calls us)."""
     now = utcnow()
     width = width_days(w, now)
     if width is None or (w.case is not None and width % SPAN_DAYS):
@@ -270,7 +270,7 @@ def operator_points(session: Session, operator_id: int, w: Window) -> list[dict[
         if sum(p["runs"] for p in ps) > (w.buckets or 0):
             out += group(ps, width)
         else:
-            out += history.operator_history(session, operator_id, _runs_window(w, mode)).points
+            out += run_by_run(_runs_window(w, mode))
     return sorted(out, key=lambda p: (p["created_at"], p["job_id"]))
 
 
@@ -286,11 +286,12 @@ def _runs_window(w: Window, mode: str) -> Window:
     return Window(mode=mode, since=w.since, until=w.until, case=w.case)
 
 
-def case_points_by_case(session: Session, operator_id: int, w: Window) -> dict[str, list[dict[str, Any]]] | None:
+def case_points_by_case(session: Session, operator_id: int, w: Window,
+                        run_by_run: Callable[[Window], dict[str, list[dict[str, Any]]]],
+                        ) -> dict[str, list[dict[str, Any]]] | None:
     """Every case's own points from the spans (None: not a window they answer): in a mode with more
-    than w.buckets runs (its most frequent case's), buckets of whole days; else run by run."""
-    from server.services import history
-
+    than w.buckets runs (its most frequent case's), buckets of whole days; else run by run
+    (`run_by_run`: history.case_history's, passed in)."""
     now = utcnow()
     width = width_days(w, now)
     if width is None or width % SPAN_DAYS:
@@ -310,7 +311,7 @@ def case_points_by_case(session: Session, operator_id: int, w: Window) -> dict[s
             for p in group(ps, width, "case"):
                 out.setdefault(p.pop("case"), []).append(p)
         else:
-            for case, cps in history.case_history(session, operator_id, _runs_window(w, mode)).items():
+            for case, cps in run_by_run(_runs_window(w, mode)).items():
                 out.setdefault(case, []).extend(cps)
     for cps in out.values():
         cps.sort(key=lambda p: (p["created_at"], p["job_id"]))

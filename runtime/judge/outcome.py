@@ -1,7 +1,6 @@
 """Turn one job's raw report (events, exit status, files) into a CaseResult with a verdict."""
 from __future__ import annotations
 
-import os
 import re
 import signal
 from dataclasses import dataclass
@@ -14,23 +13,16 @@ from runtime import verdicts
 from runtime.judge import simgap, skew, verdict_diagnoses
 from runtime.judge.diagnose import diagnose, is_user_file
 from runtime.fence.jobenv import JobDirs
-from runtime.fence.jobfiles import JobFiles
 from runtime.devices.pypto_api import installed_version
-from runtime.report import CaseResult, CostModel, Diagnosis, ErrorInfo, Launch, LintFinding, Stage
+from runtime.report import CaseResult, Diagnosis, ErrorInfo, Launch, LintFinding, Stage
+from runtime.judge import readings
 from runtime.judge.tolerance import assert_passed, within_tolerance
 
 TAIL_CHARS = 8000
-MAX_LOG_BYTES = 1024 * 1024  # of stdout and stderr, read for diagnosis and script markers
-MAX_PLOG_BYTES = 1024 * 1024
 OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory")
-MARKER_PATTERNS = {
-    "precision_pass": re.compile(r"\[PRECISION_PASS\]"),
-    "precision_fail": re.compile(r"\[PRECISION_FAIL\]"),
-}
 # Nothing of the kernel could be judged: a test function needs an argument we do not supply
 # (runtime.intake.testmodule), or the test called a torch_npu fused op the SIM stand-in cannot run (runtime.devices.standin).
 NOT_RUN_ERRORS = ("CannotCall", "NeedsRealNpu")
-MAX_DIFF = re.compile(r"max[ _]?diff(?:erence)?\s*[:=]\s*([-+0-9.eE]+|nan|inf)", re.IGNORECASE)
 
 
 @dataclass
@@ -52,19 +44,6 @@ class JobContext:
     skew_findings: list[LintFinding] | None = None  # the lint's version-skew findings (runtime.lint.api)
 
 
-def _read_logs(found: dict[str, Any]) -> tuple[str, str, str]:
-    """stdout, stderr and plog tails from the case's evidence folder (copied there by its leader)."""
-    folder = found.get("dir")
-    if not folder:
-        return "", "", ""
-    files = JobFiles(folder)
-    stdout = files.text_tail("stdout.txt", MAX_LOG_BYTES)
-    stderr = files.text_tail("stderr.txt", MAX_LOG_BYTES)
-    parts = [f"== {PurePosixPath(e.rel).name}\n" + files.text_tail(e.rel, MAX_PLOG_BYTES)
-             for e in files.walk("plog", suffix=".log")]
-    return stdout, stderr, "\n".join(parts)[-MAX_PLOG_BYTES:]
-
-
 def _stages(events: list[dict[str, Any]]) -> tuple[list[Stage], dict[str, Any] | None, str]:
     stages: dict[str, Stage] = {}
     failed: dict[str, Any] | None = None
@@ -79,7 +58,7 @@ def _stages(events: list[dict[str, Any]]) -> tuple[list[Stage], dict[str, Any] |
         else:
             stage = stages.setdefault(name, Stage(name, status))
             stage.status = status
-            stage.duration_s = round(_number(ev.get("duration_s")), 4)
+            stage.duration_s = round(readings.number(ev.get("duration_s")), 4)
             if status == "error":
                 error = ev.get("error")
                 failed = {"stage": name, **(error if isinstance(error, dict) else {})}
@@ -121,71 +100,16 @@ def _structural(report: dict[str, Any], failed: dict[str, Any] | None, mode: str
     return "ok"
 
 
-def _cost_model(found: dict[str, Any]) -> CostModel | None:
-    """The SIM cost model of the corroborated launches, as the leader read it from pypto's files."""
-    models = [CostModel(**m) for m in found.get("cost_models") or []]
-    if not models:
-        return None
-    if len(models) == 1:
-        return models[0]
-    total_us = sum(m.aicore_time_us for m in models)
-    return CostModel(
-        aicore_time_us=round(total_us, 4),
-        utilization=round(sum(m.utilization * m.aicore_time_us for m in models) / total_us, 6) if total_us else 0.0,
-        total_cycles=sum(m.total_cycles for m in models),
-        aic_tasks=sum(m.aic_tasks for m in models),
-        aiv_tasks=sum(m.aiv_tasks for m in models),
-        output_dir=models[-1].output_dir,
-        files=models[-1].files,
-    )
-
-
-def _script_evidence(events: list[dict[str, Any]], stdout: str) -> dict[str, Any]:
-    asserts = [e for e in events if e.get("event") == "assert" and isinstance(e.get("metrics") or {}, dict)]
-    passed = failed = 0
-    for a in asserts:
-        if assert_passed(a.get("metrics") or {}):
-            passed += 1
-        else:
-            failed += 1
-    markers = {k: len(p.findall(stdout)) for k, p in MARKER_PATTERNS.items()}
-    max_diffs = [m.group(1) for m in MAX_DIFF.finditer(stdout)]
-    result = next((e for e in events if e.get("event") == "script_result"), {})
-    unwritten = sum(1 for a in asserts if not assert_passed(a.get("metrics") or {})
-                    and isinstance(a.get("graph"), dict) and a["graph"].get("unwritten_output") is True)
-    return {"exit_code": result.get("exit_code"), "asserts": asserts, "asserts_passed": passed,
-            "asserts_failed": failed, "asserts_failed_unwritten": unwritten, "markers": markers,
-            "max_diff_printed": max_diffs[-10:]}
-
-
-def _number(value: Any, default: float = 0.0) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return default
-
-
-def _launch(e: dict[str, Any]) -> Launch:
-    """A launch event as the job reported it (untrusted: every field coerced)."""
-    written = e.get("output_written")
-    shapes = e.get("arg_shapes")
-    return Launch(kernel=str(e.get("kernel", ""))[:200],
-                  output_written=[bool(w) for w in written] if isinstance(written, list) else [],
-                  arg_shapes=[list(s) for s in shapes if isinstance(s, list)] if isinstance(shapes, list) else [],
-                  duration_s=_number(e.get("duration_s")), output_dir=str(e.get("output_dir", ""))[:4096],
-                  error=str(e.get("error", ""))[:2000])
-
-
 def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
     """One case's result. Job files are never opened here: the leader already copied and checked them."""
     events: list[dict[str, Any]] = [e for e in report.get("events", []) if isinstance(e, dict)]
     found: dict[str, Any] = report.get("evidence") or {}
     stages, failed, last_stage = _stages(events)
-    launches = [_launch(e) for e in events if e.get("event") == "launch"]
+    launches = [readings.launch(e) for e in events if e.get("event") == "launch"]
     internal = next((e for e in events if e.get("event") == "internal_error"), None)
     if "leader_error" in report:
         internal = {"error": {"type": "LeaderError", "message": report["leader_error"]}}
-    stdout, stderr, plog = _read_logs(found)
+    stdout, stderr, plog = readings.read_logs(found)
     maxrss = int(report.get("maxrss_kb") or 0) * 1024
     structural = _structural(report, failed, ctx.mode, stderr + stdout, maxrss, ctx.memory_bytes, ctx.is_script)
     if internal and structural == "ok":
@@ -202,22 +126,22 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
     source = failed or (internal or {}).get("error") and {"stage": last_stage, **internal["error"]}
     if source:
         error = ErrorInfo(type=str(source.get("type", "")), message=str(source.get("message", "")),
-                          file=str(source.get("file", "")), line=int(_number(source.get("line"))),
+                          file=str(source.get("file", "")), line=int(readings.number(source.get("line"))),
                           traceback=str(source.get("traceback", "")))
     elif exit_info:
         error = ErrorInfo(type="ResourceLimit" if limit_reason else "ProcessExit", message=exit_info)
     if error and not error.type and not error.message:  # a script caught its exception and printed the traceback
-        printed = _last_exception(stderr + "\n" + stdout)
+        printed = readings.last_exception(stderr + "\n" + stdout)
         error = ErrorInfo(type=printed[0], message=printed[1]) if printed else \
             ErrorInfo(type="ProcessExit", message=exit_info or "the script failed without an exception")
-        error.file, error.line = _parser_location(stdout + "\n" + stderr, str(ctx.dirs.src))
+        error.file, error.line = readings.parser_location(stdout + "\n" + stderr, str(ctx.dirs.src))
     result_ev = next((e for e in events if e.get("event") == "result"), None)
     checked = corroborate.check(ctx.is_script, events, found, result_ev)
     metrics = checked.metrics
     # Pass/fail markers also where logging writes them (stderr: pypto configures the root logger).
-    script = _script_evidence(events, f"{stdout}\n{stderr}") if ctx.is_script else None
+    script = readings.script_evidence(events, f"{stdout}\n{stderr}") if ctx.is_script else None
     if script and script["asserts"] and metrics is None:
-        metrics = _worst_assert(script["asserts"])
+        metrics = readings.worst_assert(script["asserts"])
     after_launches = _raised_after_launches(failed, launches, structural)
     launches_ok = bool(launches) and not any(l.error for l in launches)
     graph = _script_graph(events, script, structural, failed if after_launches else None,
@@ -279,9 +203,9 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         shapes=ctx.shapes if ctx.shapes is not None else (launches[0].arg_shapes if launches else []),
         dtypes=ctx.dtypes or [], structural=structural, stage=fail_stage, error=error, diagnosis=diagnoses,
         metrics=metrics, precision=precision, output_written=output_written, kernel_launches=checked.launches,
-        cost_model=_cost_model(found) if ctx.mode == "sim" else None, verdict=verdict,
-        verdict_reason=reason, duration_s=_number(report.get("wall_s")), stages=stages,
-        launches=launches, script=script, graph_verify=graph, timing=_timing(events),
+        cost_model=readings.cost_model(found) if ctx.mode == "sim" else None, verdict=verdict,
+        verdict_reason=reason, duration_s=readings.number(report.get("wall_s")), stages=stages,
+        launches=launches, script=script, graph_verify=graph, timing=readings.timing(events),
         outputs=_named_outputs(result_ev, checked),
         logs={"stdout": stdout[-TAIL_CHARS:], "stderr": stderr[-TAIL_CHARS:], "plog": plog[-TAIL_CHARS:]},
         job_dir=str(ctx.dirs.root), evidence_dir=str(found.get("dir") or ""), evidence=checked.summary(),
@@ -359,7 +283,7 @@ def _compares_values(failure: dict[str, Any]) -> bool:
     name = PurePosixPath(str(failure.get("file") or "")).name
     if not name:
         return False
-    frame = re.search(rf'File "[^"\n]*{re.escape(name)}", line {int(_number(failure.get("line")))}, in [^\n]*\n([^\n]*)',
+    frame = re.search(rf'File "[^"\n]*{re.escape(name)}", line {int(readings.number(failure.get("line")))}, in [^\n]*\n([^\n]*)',
                       str(failure.get("traceback") or ""))
     return bool(frame and _VALUE_CHECK.search(frame.group(1)))
 
@@ -398,7 +322,7 @@ def _script_graph(events: list[dict[str, Any]], script: dict[str, Any], structur
                 "active": True}
     failed = [a for a in judged if not assert_passed(a.get("metrics") or {})]
     status = "fail" if failed else ("pass" if judged else "no_compare")
-    worst = _worst_assert(failed or judged)
+    worst = readings.worst_assert(failed or judged)
     gv: dict[str, Any] = {"status": status, "metrics": worst, "asserts_judged": len(judged),
                           "asserts_failed": len(failed),
                           "asserts": [{"index": a.get("index"), "api": a.get("api"),
@@ -416,47 +340,4 @@ def _named_outputs(result_ev: dict[str, Any] | None, checked: corroborate.Checke
     names = [str(o.get("name", ""))[:200] for o in claimed if isinstance(o, dict)] if isinstance(claimed, list) else []
     return [{"name": names[i] if i < len(names) else f"output{i}", **o} for i, o in enumerate(checked.per_output)]
 
-
-def _timing(events: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The timing the case asked for (runtime/job/timing.py), or why there is none."""
-    ev = next((e for e in events if e["event"] == "timing"), None)
-    if ev is not None:
-        return {k: v for k, v in ev.items() if k != "event"}
-    failed = next((e for e in events if e["event"] == "stage" and e["name"] == "timing" and e["status"] == "error"),
-                  None)
-    if failed is not None:
-        return {"status": "error", "error": (failed.get("error") or {}).get("message", "")}
-    return None
-
-
-def _worst_assert(asserts: list[dict[str, Any]]) -> dict[str, Any] | None:
-    usable = [a["metrics"] for a in asserts if a.get("metrics") and "error" not in a["metrics"]
-              and isinstance(a["metrics"].get("max_abs_diff"), (int, float, type(None)))]
-    if not usable:
-        return None
-    return max(usable, key=lambda m: (m.get("max_abs_diff") is None, m.get("max_abs_diff") or 0.0))
-
-
-_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit)): (.+)$", re.M)
-
-
-def _last_exception(text: str) -> tuple[str, str] | None:
-    """(type, message) of the last `SomeError: message` line a traceback printed, else None."""
-    found = _EXCEPTION_LINE.findall(text)
-    if not found:
-        return None
-    kind, message = found[-1]
-    return kind.rsplit(".", 1)[-1], message.strip()
-
-
-_PARSER_ERROR = re.compile(r"^ERROR (\S+\.py):(\d+):\d+:", re.M)
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def _parser_location(text: str, src_dir: str) -> tuple[str, int]:
-    """The kernel line pypto's jit parser printed its error at (`ERROR path:line:col: ...`), inside the job's files."""
-    found = [m for m in _PARSER_ERROR.finditer(_ANSI.sub("", text)) if m[1].startswith(src_dir.rstrip("/") + "/")]
-    if not found:
-        return "", 0
-    return os.path.relpath(found[-1][1], src_dir), int(found[-1][2])
 

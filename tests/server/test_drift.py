@@ -65,3 +65,14 @@ def test_a_failing_case_is_a_regression_not_drift(ci: SuiteDriver):
         nightly(ci, diff)
     run = nightly(ci, 5.0, verdict="graph_fail")
     assert run["totals"]["drift"] == 0 and run["compare"]["counts"]["regressions"] == 1
+
+
+def test_the_suite_run_page_lists_drifting_cases(ci: SuiteDriver):
+    for diff in (1e-6, 2e-6, 1e-6, 4e-6):
+        quiet = nightly(ci, diff)
+    run = nightly(ci, 1.6e-5)
+    page = ci.client.get(f"/suite-runs/{run['id']}", headers=ci.hdr["read"])
+    assert page.status_code == 200
+    assert 'id="drift"' in page.text and f"{C1}</td>" in page.text and "11x its median" in page.text
+    calm = ci.client.get(f"/suite-runs/{quiet['id']}", headers=ci.hdr["read"]).text
+    assert 'id="drift"' not in calm and "<dt>Drifting</dt>" in calm

@@ -85,7 +85,7 @@ def _bisect(args: argparse.Namespace) -> int:
         _print_step("bad", last)
         _premise(last, "--bad", args.bad, search.DEFECT)
         outcome = search.bisect(revisions, first, last, prober.probe,
-                                on_step=lambda step, left: _print_step(f"~{left} left" if left else "step", step))
+                                on_step=lambda step, left: _print_step(str(prober.steps), step))
     return _finish(args, top, inside, outcome)
 
 
@@ -103,15 +103,21 @@ class _Prober:
     def __init__(self, tree: git.Worktree, inside: Path, op: str, options: Any) -> None:
         self.tree, self.inside, self.op, self.options = tree, inside, op, options
         self.by_content: dict[str, search.Step] = {}
+        self.steps = -2  # the two premises come first; the search's steps count from 1
 
     def probe(self, sha: str) -> search.Step:
         from runtime.intake import discover, submission
 
+        self.steps += 1
         root = self.tree.checkout(sha) / self.inside
+        want = discover.key(self.op)
         try:
-            found = [o for o in discover.discover(root, [self.op]) if o.route != "none"] if root.is_dir() else []
+            found = [o for o in (discover.discover(root) if root.is_dir() else [])
+                     if want in (discover.key(o.name), discover.key(Path(o.folder).name))]
             if not found:
-                return _skip(sha, f"operator {self.op} cannot run here", exit_codes.UNUSABLE)
+                return _skip(sha, f"operator {self.op} not found at this revision", exit_codes.UNUSABLE)
+            if found[0].route == "none":
+                return _skip(sha, f"operator {self.op} cannot run here: {found[0].problem}", exit_codes.UNUSABLE)
             loaded = submission.load_operator(root, found[0])
         except SubmissionError as exc:
             return _skip(sha, f"operator {self.op} not usable here: {exc}", exit_codes.UNUSABLE)
@@ -158,8 +164,8 @@ def _skip(sha: str, reason: str, code: int) -> search.Step:
 
 
 def _print_step(tag: str, step: search.Step) -> None:
-    how = f"reused {step.reused_from[:10]}" if step.how == "reused" and step.reused_from else step.how
-    print(f"[{tag}] {step.sha[:10]} {how}: {step.summary}", flush=True)
+    """One line: which revision, run or reused (the revision it reuses is in --json) or skipped, and why."""
+    print(f"[{tag}] {step.sha[:10]} {step.how:<7} {step.summary}", flush=True)
 
 
 def _finish(args: argparse.Namespace, top: Path, inside: Path, outcome: search.Outcome) -> int:

@@ -48,11 +48,10 @@ def test_the_kernel_that_turns_wrong_in_the_third_of_five_commits(five, calculat
     assert f"first bad commit: {shas[2]} scale_add: a faster scale" in lines
     steps = [line for line in lines if line.startswith("[")]
     # good and bad run; c3 has new content (runs); c2's operator is c1's byte for byte (reused)
-    assert steps[0].startswith(f"[good] {shas[0][:10]} run: acceptable")
-    assert steps[1].startswith(f"[bad] {shas[4][:10]} run: kernel defect")
-    assert any(s.endswith(f"{shas[2][:10]} run: " + s.split(" run: ", 1)[-1]) and "kernel defect" in s
-               for s in steps[2:])
-    assert any(f"{shas[1][:10]} reused {shas[0][:10]}: acceptable" in s for s in steps[2:])
+    assert steps[0].startswith(f"[good] {shas[0][:10]} run     acceptable")
+    assert steps[1].startswith(f"[bad] {shas[4][:10]} run     kernel defect")
+    assert steps[2].startswith(f"[1] {shas[2][:10]} run     kernel defect")
+    assert steps[3].startswith(f"[2] {shas[1][:10]} reused  acceptable")
     assert len(steps) == 4, steps
     assert any(line.startswith(f"  {CASE}: sim_garbage_graph_ok") and "graph_fail" in line for line in lines), lines
     assert lines[-1] == f"  {IMPL}" and "operator files the commit changed:" in lines
@@ -62,6 +61,8 @@ def test_the_kernel_that_turns_wrong_in_the_third_of_five_commits(five, calculat
     assert data["before"]["cases"][CASE]["verdict"] == "sim_garbage_graph_ok"
     assert data["after"]["cases"][CASE]["graph_max_abs_diff"] > 1e-3
     assert data["runs_in_search"] == 1  # c3; c2 reused
+    assert [(s["sha"], s["how"], s["reused_from"]) for s in data["steps"]] == [
+        (shas[2], "run", None), (shas[1], "reused", shas[0])]
     # the user's working tree, branch and worktree list are as they were
     assert (git(repo, "status", "--porcelain"), git(repo, "rev-parse", "HEAD")) == before
     assert len(git(repo, "worktree", "list").splitlines()) == 1
@@ -92,8 +93,8 @@ def test_a_revision_without_the_operator_is_skipped_and_said_so(calculator_cache
             commit(repo, "readme again", {"README.md": "ops!\n"})]
     proc = bisect(repo, calculator_cache, "--good", shas[0], "--bad", shas[5])
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert any(line.startswith("[") and f"{shas[2][:10]} skipped: operator scale_add" in line
-               for line in proc.stdout.splitlines()), proc.stdout
+    skip = f"[1] {shas[2][:10]} skipped operator scale_add not found at this revision"
+    assert skip in proc.stdout.splitlines(), proc.stdout
     assert f"first bad commit: {shas[4]} scale_add: a faster scale" in proc.stdout
 
 

@@ -76,3 +76,24 @@ def test_the_suite_run_page_lists_drifting_cases(ci: SuiteDriver):
     assert 'id="drift"' in page.text and f"{C1}</td>" in page.text and "11x its median" in page.text
     calm = ci.client.get(f"/suite-runs/{quiet['id']}", headers=ci.hdr["read"]).text
     assert 'id="drift"' not in calm and "<dt>Drifting</dt>" in calm
+
+
+def test_npu_drift_reads_the_npu_s_own_diff(ci: SuiteDriver):
+    from tests.server.conftest import npu_report
+    from tests.server.suites import zip_files
+
+    ci.heartbeat(modes=("npu",), cann="8.0.RC1")
+    files = scale_add()
+    for diff in (1e-6, 2e-6, 1e-6, 4e-6, 1.6e-5):
+        report = npu_report(sim_report(files, "alpha"), {}, max_abs_diff=diff)
+        report["environment"]["device"] = "npu:0"
+        opened = ci.open(reuse=False, modes=("npu",))
+        r = ci.client.post(f"/api/v1/suite-runs/{opened['id']}/submissions", headers=ci.hdr["submit"],
+                           data={"operator": "alpha", "modes": "npu"}, files={"file": ("alpha.zip", zip_files(files))})
+        assert r.status_code == 202, r.text
+        for job in r.json()["jobs"]:
+            ci.work(job["id"], report)
+        run = ci.close(opened["id"])
+    assert run["totals"]["by_mode"] == {"npu": {"pass": 2}}
+    assert {(d["case"], d["mode"], d["metric"]) for d in run["totals"]["drifting"]} == {
+        (C1, "npu", "max_abs_diff"), (C2, "npu", "max_abs_diff")}

@@ -86,7 +86,7 @@ def _bisect(args: argparse.Namespace) -> int:
         _premise(last, "--bad", args.bad, search.DEFECT)
         outcome = search.bisect(revisions, first, last, prober.probe,
                                 on_step=lambda step, left: _print_step(str(prober.steps), step))
-    return _finish(args, top, inside, outcome)
+    return _finish(args, top, outcome, [first, last])
 
 
 def _premise(step: search.Step, flag: str, rev: str, wanted: str) -> None:
@@ -168,9 +168,11 @@ def _print_step(tag: str, step: search.Step) -> None:
     print(f"[{tag}] {step.sha[:10]} {step.how:<7} {step.summary}", flush=True)
 
 
-def _finish(args: argparse.Namespace, top: Path, inside: Path, outcome: search.Outcome) -> int:
+def _finish(args: argparse.Namespace, top: Path, outcome: search.Outcome, premises: list[search.Step]) -> int:
     runs = sum(1 for s in outcome.steps if s.how == "run")
-    result: dict[str, Any] = {"operator": args.op, "mode": args.mode, "good": outcome.last_good.sha,
+    result: dict[str, Any] = {"operator": args.op, "mode": args.mode, "good": premises[0].sha,
+                              "bad": premises[1].sha, "last_good": outcome.last_good.sha,
+                              "premises": [_step_json(s) for s in premises],
                               "steps": [_step_json(s) for s in outcome.steps], "runs_in_search": runs}
     if outcome.first_bad is None:
         skipped = [s for s in outcome.steps if s.how == "skipped"]
@@ -192,7 +194,7 @@ def _finish(args: argparse.Namespace, top: Path, inside: Path, outcome: search.O
     for row in changed:
         print(f"  {row['case']}: {_verdict(row['before'])} -> {_verdict(row['after'])}")
     print("operator files the commit changed:" if touched else
-          "operator files the commit changed: none (its own content is as before: see docs/bisect.md §3)")
+          "operator files the commit changed: none (nothing its job reads: docs/bisect.md §3)")
     for name in touched:
         print(f"  {name}")
     result.update(first_bad_commit=bad.sha, subject=subject, before=_step_json(outcome.last_good),

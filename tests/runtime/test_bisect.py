@@ -56,7 +56,9 @@ def test_the_kernel_that_turns_wrong_in_the_third_of_five_commits(five, calculat
     assert any(line.startswith(f"  {CASE}: sim_garbage_graph_ok") and "graph_fail" in line for line in lines), lines
     assert lines[-1] == f"  {IMPL}" and "operator files the commit changed:" in lines
     data = json.loads(out.read_text())
-    assert data["first_bad_commit"] == shas[2] and data["good"] == shas[1]
+    assert data["first_bad_commit"] == shas[2] and data["last_good"] == shas[1]
+    assert (data["good"], data["bad"]) == (shas[0], shas[4])
+    assert [(s["sha"], s["how"]) for s in data["premises"]] == [(shas[0], "run"), (shas[4], "run")]
     assert data["changed_files"] == [IMPL] and [c["case"] for c in data["changed_cases"]] == [CASE]
     assert data["before"]["cases"][CASE]["verdict"] == "sim_garbage_graph_ok"
     assert data["after"]["cases"][CASE]["graph_max_abs_diff"] > 1e-3

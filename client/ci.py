@@ -26,7 +26,7 @@ from client.submit import NO_WORKER_FOR_VERSION
 
 EXIT_OK, EXIT_FAIL, EXIT_UNUSABLE, EXIT_INFRA = 0, 1, 2, 3
 DEFAULT_SERVER = "http://127.0.0.1:8000"
-FAIL_ON = ("regression", "any-fail", "never")
+FAIL_ON = ("regression", "drift", "any-fail", "never")
 POLL_S = 2.0
 PAGE = 5000
 LISTED = 15  # changes printed per kind; the suite page has them all
@@ -55,8 +55,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="this run's id; the same key resumes the same run (default: a new one)")
     p.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
     p.add_argument("--fail-on", choices=FAIL_ON, default="regression",
-                   help="exit 1 on: a regression against the previous run of the branch (default), any case "
-                        "not acceptable for its mode, or never")
+                   help="exit 1 on: a regression against the previous run of the branch (default), a regression "
+                        "or a case whose precision drifts (docs/ci.md), any case not acceptable for its mode, "
+                        "or never")
     p.add_argument("--pypto", type=version_argument, default=None, metavar="VERSION",
                    help="the pypto version the kernels were written for: only workers with it run the jobs")
     p.add_argument("--no-reuse", action="store_true", help="run every operator, even unchanged ones")
@@ -264,6 +265,10 @@ def _finish(api: Api, args: argparse.Namespace, final: dict[str, Any], broken: l
 
     results = _results(api, final["id"])
     cmp = api.json("GET", f"/suite-runs/{final['id']}/compare")
+    drifting = {(d["operator"], d["case"], d["mode"]): d["why"] for d in (final.get("totals") or {}).get("drifting", [])}
+    for r in results:  # a property of the JUnit testcase (client/junit_out.py)
+        if (r["operator"], r["case"], r["mode"]) in drifting:
+            r["drift"] = drifting[(r["operator"], r["case"], r["mode"])]
     if args.junit:
         junit_out.write(args.junit, junit_out.build(args.suite, final["url"], results, broken))
     out = Console()
@@ -271,7 +276,9 @@ def _finish(api: Api, args: argparse.Namespace, final: dict[str, Any], broken: l
     if args.junit:
         out.print(f"JUnit: {args.junit}")
     failing = [r for r in results if r["verdict"] is None or not _acceptable(r)]
-    if args.fail_on == "regression" and cmp["counts"]["regressions"]:
+    if args.fail_on in ("regression", "drift") and cmp["counts"]["regressions"]:
+        return EXIT_FAIL
+    if args.fail_on == "drift" and (final.get("totals") or {}).get("drift"):
         return EXIT_FAIL
     if args.fail_on == "any-fail" and (failing or broken):
         return EXIT_FAIL
@@ -322,9 +329,24 @@ def _summary(out: Console, run: dict[str, Any], cmp: dict[str, Any], results: li
                               f"{escape(vocabulary.headline(r))}", (0, 0, 0, 2)), highlight=False)
         if len(failing) > LISTED:
             out.print(f"  ... and {len(failing) - LISTED} more on the suite page", highlight=False)
+    _drift_summary(out, t)
     if broken:
         out.print(f"[red]{len(broken)} operator(s) not run[/]: " + ", ".join(escape(b.operator) for b in broken))
     unverified = sum(1 for r in results if not r["verified"])
     if unverified:
         out.print(f"[yellow]{unverified} unverified result(s)[/] (no pypto/CANN/device fingerprint)")
     out.print(f"Suite page: {run['url']}", highlight=False, soft_wrap=True)
+
+
+def _drift_summary(out: Console, totals: dict[str, Any]) -> None:
+    """Cases whose error grows while still within tolerance (server/services/drift.py): never a failure
+    by itself, gated with --fail-on drift."""
+    count = int(totals.get("drift") or 0)
+    if not count:
+        return
+    out.print(f"[yellow]Precision drift ({count})[/], still within tolerance:", highlight=False)
+    for d in (totals.get("drifting") or [])[:LISTED]:
+        out.print(Padding(f"{escape(d['operator'])} / {escape(d['case'])} ({d['mode'].upper()}): {escape(d['why'])}",
+                          (0, 0, 0, 2)), highlight=False)
+    if count > min(LISTED, len(totals.get("drifting") or [])):
+        out.print("  ... and more on the suite page", highlight=False)

@@ -17,6 +17,7 @@ from runtime.cli import cli_help
 COMMANDS = (
     ("run", "runtime.cli.cli"),
     ("calculator", "runtime.cli.cli"),
+    ("bisect", "runtime.cli.bisect"),
     ("up", "server.commands.up"),
     ("api", "server.commands.api"),
     ("worker", "server.commands.worker"),

@@ -43,3 +43,6 @@ _.tmp_bytes  # runtime/fence/sandbox.py JobLimits: declared, not enforced anywhe
 
 # Read by argparse when it formats --help (runtime/cli/cli_help.py sets it on every subparser).
 _.formatter_class
+
+# Serialised with dataclasses.asdict into a run's totals (server/services/drift.py summary), read by tests.
+_.tolerance_used

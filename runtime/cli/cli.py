@@ -46,6 +46,15 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--op", action="append", default=[], metavar="NAME",
                    help="in a checkout: run this operator (repeatable; names match ignoring case and '_')")
     p.add_argument("--list", action="store_true", help="in a checkout: list the operators found and their route")
+    add_case_arguments(p)
+    p.add_argument("--json", type=Path, metavar="FILE", help="write the JSON report here ('-' for stdout)")
+    p.add_argument("--work-dir", type=Path, metavar="DIR",
+                   help="where job dirs go, kept (default: a temp dir, removed at exit)")
+    p.add_argument("--keep", action="store_true", help="keep the temp work dir (job dirs, logs, evidence)")
+
+
+def add_case_arguments(p: argparse.ArgumentParser) -> None:
+    """How each case runs: mode, which cases, limits, graph verify (shared by run and bisect)."""
     p.add_argument("--mode", choices=list(MODES), default="sim", help="where the kernel runs")
     p.add_argument("--case", action="append", default=[], metavar="ID", help="run only this case (repeatable)")
     p.add_argument("--case-timeout", type=_positive, default=300.0, metavar="S", help="wall-clock limit per case")
@@ -53,10 +62,6 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="real memory per case, its process tree as a whole (a cgroup where possible)")
     p.add_argument("--processes", type=_processes, default=512, metavar="N", help="processes and threads per case")
     p.add_argument("--disk", type=_positive, default=4.0, metavar="GIB", help="disk per case, its whole job dir")
-    p.add_argument("--json", type=Path, metavar="FILE", help="write the JSON report here ('-' for stdout)")
-    p.add_argument("--work-dir", type=Path, metavar="DIR",
-                   help="where job dirs go, kept (default: a temp dir, removed at exit)")
-    p.add_argument("--keep", action="store_true", help="keep the temp work dir (job dirs, logs, evidence)")
     p.add_argument("--device", type=int, default=None, metavar="ID",
                    help="NPU card (NPU mode; default: TASK_DEVICE, else TILE_FWK_DEVICE_ID, else 0)")
     p.add_argument("--no-graph-verify", action="store_true", help="skip the CPU graph-verify oracle in SIM")
@@ -95,6 +100,20 @@ def calculator_command(args: argparse.Namespace) -> int:
     return exit_codes.OK
 
 
+def run_options(args: argparse.Namespace) -> Any:
+    """The runner's options from the arguments of add_case_arguments (and run's --work-dir, --keep)."""
+    from runtime.runner import RunOptions
+
+    work_dir = getattr(args, "work_dir", None)
+    return RunOptions(mode=args.mode, cases=args.case, timeout_s=args.case_timeout,
+                      memory_bytes=int(args.memory * 2**30), nproc=args.processes,
+                      disk_bytes=int(args.disk * 2**30),
+                      work_dir=work_dir.resolve() if work_dir else None,  # the jobs run in other dirs
+                      device_id=args.device, graph_verify=not args.no_graph_verify,
+                      verify_passes=args.verify_passes, cache_dir=args.cache_dir or default_cache_dir(),
+                      parallel=max(1, args.jobs), pypto=args.pypto, keep_work=getattr(args, "keep", False))
+
+
 def _terminated(signum: int, _frame: object) -> None:
     raise SystemExit(128 + signum)
 
@@ -110,16 +129,8 @@ def run_command(args: argparse.Namespace, loaded: Any = None, reports: list[Any]
         return checkout_command(args, run_command)
     from rich.console import Console
 
-    from runtime.runner import RunOptions
-
     err = Console(stderr=True)
-    options = RunOptions(mode=args.mode, cases=args.case, timeout_s=args.case_timeout,
-                         memory_bytes=int(args.memory * 2**30), nproc=args.processes,
-                         disk_bytes=int(args.disk * 2**30), device_id=args.device,
-                         work_dir=args.work_dir.resolve() if args.work_dir else None,  # jobs run elsewhere
-                         graph_verify=not args.no_graph_verify, verify_passes=args.verify_passes,
-                         cache_dir=args.cache_dir or default_cache_dir(), parallel=max(1, args.jobs),
-                         pypto=args.pypto, keep_work=getattr(args, "keep", False))
+    options = run_options(args)
     # SIGTERM as an exception, so the work dir and the warm parent are cleaned up on that way out too;
     # the caller's own handler is back once the run is over.
     previous = signal.signal(signal.SIGTERM, _terminated)

@@ -51,6 +51,8 @@ class SuiteRead(OrmModel):
     name: str
     flaky_window: int
     flaky_min_flips: int
+    drift_growth: float = 10.0
+    drift_window: int = 10
     webhook_configured: bool = False
     created_at: UtcDatetime
     latest_run: SuiteRunRead | None = None
@@ -64,6 +66,9 @@ class SuiteUpdate(BaseModel):
     """Admin settings of a suite; omitted fields stay as they are, "" clears the webhook."""
     flaky_window: int | None = Field(default=None, ge=2, le=100, description="runs looked at for flips")
     flaky_min_flips: int | None = Field(default=None, ge=1, le=100, description="flips that make a case flaky")
+    drift_growth: float | None = Field(default=None, gt=1, le=1e6,
+                                       description="an error this many times its median drifts (docs/ci.md)")
+    drift_window: int | None = Field(default=None, ge=3, le=100, description="earlier runs the median is over")
     webhook_url: str | None = Field(default=None, max_length=500, description="http(s) URL; '' to remove")
     webhook_secret: str | None = Field(default=None, max_length=200, description="signs payloads; '' to remove")
 

@@ -59,6 +59,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keep", action="store_true", help="keep the temp work dir (job dirs, logs, evidence)")
     p.add_argument("--device", type=int, default=None, metavar="ID",
                    help="NPU card (NPU mode; default: TASK_DEVICE, else TILE_FWK_DEVICE_ID, else 0)")
+    p.add_argument("--no-daemon", action="store_true",
+                   help="start a private warm parent instead of the run daemon kept between runs "
+                        "(docs/run-daemon.md)")
     p.add_argument("--no-graph-verify", action="store_true", help="skip the CPU graph-verify oracle in SIM")
     p.add_argument("--verify-passes", action="store_true", help="also check every lowered pass (slow)")
     p.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
@@ -141,7 +144,12 @@ def _run_and_print(args: argparse.Namespace, options: Any, loaded: Any, reports:
         def progress(case, done, total):  # type: ignore[no-untyped-def]
             err.print(f"[{done}/{total}] {case.case}: {case.verdict} ({case.duration_s:.2f} s)")
 
-        report = run_submission(args.path, options, on_case=progress, loaded=loaded)
+        warm = _daemon(args, options)
+        try:
+            report = run_submission(args.path, options, warm=warm, on_case=progress, loaded=loaded)
+        finally:
+            if warm is not None:
+                warm.close()  # ends this run's session; the daemon waits for the next run
     except SubmissionError as exc:
         err.print(f"[bold red]error:[/] {exc}", soft_wrap=True)  # one line, whatever the width
         return exit_codes.UNUSABLE
@@ -165,6 +173,15 @@ def _run_and_print(args: argparse.Namespace, options: Any, loaded: Any, reports:
     err.print(("[bold green]" if code == exit_codes.OK else "[bold red]") + "result:[/] "
               + exit_codes.summary(report.cases, report.mode) + f" (exit {code})", soft_wrap=True)
     return code
+
+
+def _daemon(args: argparse.Namespace, options: Any) -> Any:
+    """The run daemon's warm parent, or None for a private one (--no-daemon, CROSSCHECK_NO_DAEMON)."""
+    from runtime.warm.daemon_client import NO_DAEMON_ENV, DaemonParent
+
+    if getattr(args, "no_daemon", False) or os.environ.get(NO_DAEMON_ENV):
+        return None
+    return DaemonParent(options.mode, options.cache_dir)
 
 
 def add_version(parser: argparse.ArgumentParser) -> None:

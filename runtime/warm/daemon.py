@@ -53,6 +53,7 @@ def serve(path: Path, mode: str, scratch: Path, digest: str, idle_s: float) -> N
     listener.bind(str(tmp))
     os.chmod(tmp, 0o600)
     os.replace(tmp, path)  # the socket appears only once the daemon can answer
+    ours = path.stat().st_ino
     listener.listen(8)
     try:
         while True:
@@ -76,7 +77,7 @@ def serve(path: Path, mode: str, scratch: Path, digest: str, idle_s: float) -> N
                 return
     finally:
         try:
-            if os.path.samefile(path, listener.getsockname()):
+            if path.stat().st_ino == ours:  # not a newer daemon's socket
                 path.unlink()
         except OSError:
             pass

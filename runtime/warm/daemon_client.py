@@ -141,12 +141,19 @@ class DaemonParent(WarmParent):
         for sub in ("home", "logs", "output"):
             (self.scratch / sub).mkdir(exist_ok=True)
         self.scratch.chmod(0o755)
-        log = open(self.scratch / "warm-parent.log", "ab")
-        subprocess.Popen(  # its own session: it outlives this run and the terminal's Ctrl-C
-            [sys.executable, "-m", "runtime.warm.daemon", str(self.path), self.mode, str(self.scratch),
-             self.digest, str(idle_s())],
-            env=self.environment(), stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
-        log.close()
+        argv = [sys.executable, "-m", "runtime.warm.daemon", str(self.path), self.mode, str(self.scratch),
+                self.digest, str(idle_s())]
+        env = self.environment()
+        log = os.open(self.scratch / "warm-parent.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        pid = os.fork()  # twice: the daemon is nobody's child here, in its own session (no Ctrl-C from our terminal)
+        if pid == 0:
+            try:
+                os.setsid()
+                subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True)
+            finally:
+                os._exit(0)
+        os.close(log)
+        os.waitpid(pid, 0)
 
     @staticmethod
     def _wait_gone(pid: int) -> None:
@@ -169,6 +176,9 @@ class DaemonParent(WarmParent):
         if self.sock is not None:
             try:
                 self._send(b'{"op": "quit"}\n')  # this run's session ends; the daemon stays
+                self.sock.settimeout(30)
+                while self.sock.recv(1 << 16):  # until it closes our session: free for the next run
+                    pass
             except OSError:
                 pass
         self._drop()

@@ -49,8 +49,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=list(MODES), default="sim", help="where the kernel runs")
     p.add_argument("--case", action="append", default=[], metavar="ID", help="run only this case (repeatable)")
     p.add_argument("--case-timeout", type=_positive, default=300.0, metavar="S", help="wall-clock limit per case")
-    p.add_argument("--memory", type=_positive, default=8.0, metavar="GIB",
-                   help="real memory per case, its process tree as a whole (a cgroup where possible)")
+    p.add_argument("--memory", type=_positive, default=None, metavar="GIB",
+                   help="real memory per case, its process tree as a whole (a cgroup where possible); "
+                        "default: half of this host's memory")
     p.add_argument("--processes", type=_processes, default=512, metavar="N", help="processes and threads per case")
     p.add_argument("--disk", type=_positive, default=4.0, metavar="GIB", help="disk per case, its whole job dir")
     p.add_argument("--json", type=Path, metavar="FILE", help="write the JSON report here ('-' for stdout)")
@@ -117,7 +118,7 @@ def run_command(args: argparse.Namespace, loaded: Any = None, reports: list[Any]
 
     err = Console(stderr=True)
     options = RunOptions(mode=args.mode, cases=args.case, timeout_s=args.case_timeout,
-                         memory_bytes=int(args.memory * 2**30), nproc=args.processes,
+                         memory_bytes=_memory_bytes(args), memory_from=_memory_from(args), nproc=args.processes,
                          disk_bytes=int(args.disk * 2**30), work_dir=args.work_dir, device_id=args.device,
                          graph_verify=not args.no_graph_verify, verify_passes=args.verify_passes,
                          cache_dir=args.cache_dir or default_cache_dir(), parallel=max(1, args.jobs),
@@ -173,6 +174,18 @@ def _run_and_print(args: argparse.Namespace, options: Any, loaded: Any, reports:
     err.print(("[bold green]" if code == exit_codes.OK else "[bold red]") + "result:[/] "
               + exit_codes.summary(report.cases, report.mode) + f" (exit {code})", soft_wrap=True)
     return code
+
+
+def _memory_bytes(args: argparse.Namespace) -> int:
+    from runtime.fence.host_memory import default_memory_bytes
+
+    return int(args.memory * 2**30) if args.memory is not None else default_memory_bytes()
+
+
+def _memory_from(args: argparse.Namespace) -> str:
+    from runtime.fence.host_memory import describe
+
+    return "--memory" if args.memory is not None else describe()
 
 
 def _daemon(args: argparse.Namespace, options: Any) -> Any:

@@ -9,6 +9,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
+# A `crosscheck run` a test starts keeps no run daemon alive behind it unless the test asks for one
+# (docs/run-daemon.md); tests/runtime/test_run_daemon.py runs without this setting.
+os.environ.setdefault("CROSSCHECK_NO_DAEMON", "1")
 
 
 def missing_service(reason: str, module_level: bool = False) -> NoReturn:

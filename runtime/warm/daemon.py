@@ -14,10 +14,13 @@ import signal
 import socket
 import struct
 import sys
+import time
 from pathlib import Path
 
 from runtime.fence import cgroup
 from runtime.warm.parent import _preload, _send, session
+
+DOOR_CHECK_S = 30.0  # while idle, this often it checks that its socket is still there and still its own
 
 
 def peer_uid(conn: socket.socket) -> int:
@@ -43,6 +46,13 @@ def _knock(listener: socket.socket) -> None:
     _refuse(conn, "busy")
 
 
+def _still_ours(path: Path, inode: int) -> bool:
+    try:
+        return path.stat().st_ino == inode
+    except OSError:
+        return False
+
+
 def serve(path: Path, mode: str, scratch: Path, digest: str, idle_s: float) -> None:
     info = _preload(mode)
     cgroup.sweep()
@@ -56,12 +66,15 @@ def serve(path: Path, mode: str, scratch: Path, digest: str, idle_s: float) -> N
     ours = path.stat().st_ino
     listener.listen(8)
     try:
+        idle_since = time.monotonic()
         while True:
-            listener.settimeout(idle_s)
+            listener.settimeout(min(idle_s, DOOR_CHECK_S))
             try:
                 conn, _ = listener.accept()
             except TimeoutError:
-                return  # idle: gone until the next run starts it again
+                if time.monotonic() - idle_since >= idle_s or not _still_ours(path, ours):
+                    return  # idle, or its socket was removed or taken over: gone until a run starts one
+                continue
             listener.settimeout(None)
             conn.setblocking(True)
             if peer_uid(conn) != os.getuid():  # another user: never served, whatever the file modes say
@@ -75,6 +88,7 @@ def serve(path: Path, mode: str, scratch: Path, digest: str, idle_s: float) -> N
             conn.close()
             if shutdown:
                 return
+            idle_since = time.monotonic()
     finally:
         try:
             if path.stat().st_ino == ours:  # not a newer daemon's socket

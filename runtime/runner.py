@@ -16,7 +16,8 @@ from runtime.evidence import emulated
 from runtime.intake import listing
 from runtime.evidence import graph_verify
 from runtime.intake import testmodule
-from runtime.intake.cases import check_memory
+from runtime.fence.host_memory import runs_alone
+from runtime.intake.cases import CaseSpec, case_bytes, check_memory
 from runtime.intake.dtypes import default_tolerance
 from runtime.errors import NO_NPU_MESSAGE, HostError, SubmissionError
 from runtime.devices.host import choose_device, environment, npu_fingerprint, npu_status
@@ -42,6 +43,7 @@ class RunOptions:
     cases: list[str] = field(default_factory=list)
     timeout_s: float = DEFAULT_TIMEOUT_S
     memory_bytes: int = Limits.memory_bytes  # per case, its real memory (runtime.fence.sandbox.Limits)
+    memory_from: str = ""  # how memory_bytes was chosen ("50% of the host's 23.5 GiB"); stated in the report
     nproc: int = Limits.nproc  # per case, processes and threads
     disk_bytes: int = Limits.disk_bytes  # per case, its job dir
     # How the caller's users raise each limit ("memory" -> "--memory GIB"), named in resource_limit verdicts.
@@ -138,6 +140,9 @@ def _run_in(work: Path, path: Path, options: RunOptions, warm: WarmParent | None
                 runner.run_all(runner.case_list(), on_case)
             report.submission.cases_from = runner.cases_from
             report.environment.sandbox = runner.sandbox_info or {}
+            report.environment.sandbox["memory_limit_gib"] = round(options.memory_bytes / 2**30, 2)
+            if options.memory_from:
+                report.environment.sandbox["memory_limit_from"] = options.memory_from
             if runner.standin_used:
                 report.environment.torch_npu = STANDIN_NOTE
     finally:
@@ -322,6 +327,22 @@ class _CaseRunner:
         return {"enabled": enabled, "verify_passes": self.options.verify_passes,
                 "cache_dir": str(self.options.cache_dir) if self.options.cache_dir else None}
 
+    def _jobs(self, specs: list[Any], requests: list[dict[str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """The cases up to options.parallel at once, then those too large to share the host one at a time
+        (runtime/fence/host_memory.py); yields (index in specs, the leader's report)."""
+        parallel = self.options.parallel
+        alone = {i for i, spec in enumerate(specs) if isinstance(spec, CaseSpec)
+                 and runs_alone(case_bytes(spec), self.options.memory_bytes, parallel)}
+        for indexes, at_once in (([i for i in range(len(specs)) if i not in alone], parallel), (sorted(alone), 1)):
+            if not indexes:
+                continue
+            inner = self.warm.run_jobs([requests[i] for i in indexes], at_once)  # type: ignore[union-attr]
+            try:
+                for k, raw in inner:
+                    yield indexes[k], raw
+            finally:
+                inner.close()
+
     def run_all(self, specs: list[Any], on_case: CaseCallback | None) -> tuple[list[CaseResult], bool]:
         """Run every case, up to options.parallel at once; results in spec order, and whether stopped."""
         assert self.warm is not None
@@ -335,7 +356,7 @@ class _CaseRunner:
                 if getattr(self.warm, "cancelled", False):
                     return [], True
                 prepared.append(self._prepare(spec))
-            jobs = self.warm.run_jobs([request for _, request in prepared], self.options.parallel)
+            jobs = self._jobs(specs, [request for _, request in prepared])
         results: list[CaseResult | None] = [None] * len(specs)
         recheck: list[int] = []
         done = 0

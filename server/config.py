@@ -20,7 +20,7 @@ class Settings(BaseSettings):
     blob_dir: Path | None = None  # default: data_dir/blobs
     anonymous_read: bool = False
     case_timeout_s: float = 300.0
-    case_memory_gib: float = 8.0
+    case_memory_gib: float | None = None  # unset: half of each worker host's memory (runtime/fence/host_memory.py)
     max_upload_bytes: int = 20 * 1024 * 1024
     job_heartbeat_s: float = 10.0
     stale_job_s: float = 120.0  # a running job without heartbeat this long is re-queued
@@ -44,8 +44,8 @@ class Settings(BaseSettings):
     @field_validator("case_timeout_s", "case_memory_gib", "job_heartbeat_s", "stale_job_s", "npu_wait_s",
                      "max_job_s")
     @classmethod
-    def _positive(cls, value: float) -> float:
-        if value <= 0:
+    def _positive(cls, value: float | None) -> float | None:
+        if value is not None and value <= 0:
             raise ValueError("must be positive")
         return value
 

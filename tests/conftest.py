@@ -11,6 +11,9 @@ from tests import leftovers
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
+# A `crosscheck run` a test starts keeps no run daemon alive behind it unless the test asks for one
+# (docs/run-daemon.md); tests/runtime/test_run_daemon.py runs without this setting.
+os.environ.setdefault("CROSSCHECK_NO_DAEMON", "1")
 
 
 def pytest_configure(config: pytest.Config) -> None:

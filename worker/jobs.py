@@ -19,6 +19,7 @@ from runtime.evidence import artifacts
 from runtime.errors import NO_NPU_MESSAGE, HostError, SubmissionError
 from runtime.devices.host import npu_status
 from runtime.report import CaseResult, Report
+from runtime.fence.host_memory import default_memory_bytes, describe
 from runtime.fence.scratch import JOB_PREFIX, OwnedDir
 from runtime.runner import RunOptions, run_submission
 from runtime.warm import WarmParentError
@@ -103,6 +104,13 @@ def run_job(ctx: WorkerContext, job_id: int, attempt: int,
     return STORED if stored else IGNORED
 
 
+def _memory(gib: Any) -> dict[str, Any]:
+    """The server's CASE_MEMORY_GIB, or when it is unset a share of this host's memory (stated in the report)."""
+    if gib is None:
+        return {"memory_bytes": default_memory_bytes(), "memory_from": describe()}
+    return {"memory_bytes": int(float(gib) * GIB), "memory_from": "the server's CASE_MEMORY_GIB"}
+
+
 def _execute(ctx: WorkerContext, job: dict[str, Any], tmp: Path, beat: JobHeartbeat,
              interrupts: tuple[type[BaseException], ...]) -> dict[str, Any]:
     """The result fields to post: a report (and artifacts), or an error."""
@@ -112,7 +120,7 @@ def _execute(ctx: WorkerContext, job: dict[str, Any], tmp: Path, beat: JobHeartb
     path.write_bytes(bundle.data)
     options = RunOptions(
         mode=job["mode"], cases=list(job["submission"].get("case_filter") or []),
-        timeout_s=float(job["case_timeout_s"]), memory_bytes=int(float(job["case_memory_gib"]) * GIB),
+        timeout_s=float(job["case_timeout_s"]), **_memory(job.get("case_memory_gib")),
         work_dir=tmp / "work", cache_dir=ctx.cache_dir, graph_verify=ctx.graph_verify,
         parallel=ctx.parallel, limit_flags=WORKER_LIMIT_FLAGS, hide_paths=list(ctx.hide_paths),
     )

@@ -58,12 +58,16 @@ def add_case_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=list(MODES), default="sim", help="where the kernel runs")
     p.add_argument("--case", action="append", default=[], metavar="ID", help="run only this case (repeatable)")
     p.add_argument("--case-timeout", type=_positive, default=300.0, metavar="S", help="wall-clock limit per case")
-    p.add_argument("--memory", type=_positive, default=8.0, metavar="GIB",
-                   help="real memory per case, its process tree as a whole (a cgroup where possible)")
+    p.add_argument("--memory", type=_positive, default=None, metavar="GIB",
+                   help="real memory per case, its process tree as a whole (a cgroup where possible); "
+                        "default: half of this host's memory")
     p.add_argument("--processes", type=_processes, default=512, metavar="N", help="processes and threads per case")
     p.add_argument("--disk", type=_positive, default=4.0, metavar="GIB", help="disk per case, its whole job dir")
     p.add_argument("--device", type=int, default=None, metavar="ID",
                    help="NPU card (NPU mode; default: TASK_DEVICE, else TILE_FWK_DEVICE_ID, else 0)")
+    p.add_argument("--no-daemon", action="store_true",
+                   help="start a private warm parent instead of the run daemon kept between runs "
+                        "(docs/run-daemon.md)")
     p.add_argument("--no-graph-verify", action="store_true", help="skip the CPU graph-verify oracle in SIM")
     p.add_argument("--verify-passes", action="store_true", help="also check every lowered pass (slow)")
     p.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
@@ -106,7 +110,7 @@ def run_options(args: argparse.Namespace) -> Any:
 
     work_dir = getattr(args, "work_dir", None)
     return RunOptions(mode=args.mode, cases=args.case, timeout_s=args.case_timeout,
-                      memory_bytes=int(args.memory * 2**30), nproc=args.processes,
+                      memory_bytes=_memory_bytes(args), memory_from=_memory_from(args), nproc=args.processes,
                       disk_bytes=int(args.disk * 2**30),
                       work_dir=work_dir.resolve() if work_dir else None,  # the jobs run in other dirs
                       device_id=args.device, graph_verify=not args.no_graph_verify,
@@ -153,7 +157,12 @@ def _run_and_print(args: argparse.Namespace, options: Any, loaded: Any, reports:
         def progress(case, done, total):  # type: ignore[no-untyped-def]
             err.print(f"[{done}/{total}] {case.case}: {case.verdict} ({case.duration_s:.2f} s)")
 
-        report = run_submission(args.path, options, on_case=progress, loaded=loaded)
+        warm = _daemon(args, options)
+        try:
+            report = run_submission(args.path, options, warm=warm, on_case=progress, loaded=loaded)
+        finally:
+            if warm is not None:
+                warm.close()  # ends this run's session; the daemon waits for the next run
     except SubmissionError as exc:
         err.print(f"[bold red]error:[/] {exc}", soft_wrap=True)  # one line, whatever the width
         return exit_codes.UNUSABLE
@@ -177,6 +186,27 @@ def _run_and_print(args: argparse.Namespace, options: Any, loaded: Any, reports:
     err.print(("[bold green]" if code == exit_codes.OK else "[bold red]") + "result:[/] "
               + exit_codes.summary(report.cases, report.mode) + f" (exit {code})", soft_wrap=True)
     return code
+
+
+def _memory_bytes(args: argparse.Namespace) -> int:
+    from runtime.fence.host_memory import default_memory_bytes
+
+    return int(args.memory * 2**30) if args.memory is not None else default_memory_bytes()
+
+
+def _memory_from(args: argparse.Namespace) -> str:
+    from runtime.fence.host_memory import describe
+
+    return "--memory" if args.memory is not None else describe()
+
+
+def _daemon(args: argparse.Namespace, options: Any) -> Any:
+    """The run daemon's warm parent, or None for a private one (--no-daemon, CROSSCHECK_NO_DAEMON)."""
+    from runtime.warm.daemon_client import NO_DAEMON_ENV, DaemonParent
+
+    if getattr(args, "no_daemon", False) or os.environ.get(NO_DAEMON_ENV):
+        return None
+    return DaemonParent(options.mode, options.cache_dir)
 
 
 def add_version(parser: argparse.ArgumentParser) -> None:

@@ -55,8 +55,15 @@ def private_dirs(view: View, size_bytes: int, needed: list[Path], job_dir: Path,
     (its job dir, the warm parent's scratch, a venv in /tmp) are bound back, exactly, and read-only
     except the job dir: the rest of the host's dir, other jobs' dirs included, is out of sight.
     """
+    old_umask = os.umask(0o022)  # the dirs made below must be traversable by the job's uid (docs/SECURITY.md)
+    try:
+        return _private_dirs(view, size_bytes, needed, job_dir.resolve(), notes)
+    finally:
+        os.umask(old_umask)
+
+
+def _private_dirs(view: View, size_bytes: int, needed: list[Path], job: Path, notes: list[str]) -> bool:
     done = True
-    job = job_dir.resolve()
     for folder in hostview.learn().writable.dirs:
         if folder.is_symlink() or not folder.is_dir():
             continue
@@ -142,6 +149,7 @@ def _expose_through(folder: Path, children: set[Path], job: Path) -> None:
     """Replace `folder` with an empty, traversable tmpfs holding only `children`, read-only except the
     one holding the job dir. Secrets elsewhere under it (e.g. /root/.ssh) stay invisible to the job."""
     fds = {child: os.open(child, os.O_PATH) for child in children if child.exists()}
+    old_umask = os.umask(0o022)  # whatever the worker's umask, the dirs made here are traversable
     try:
         mount("tmpfs", str(folder), "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=1m")
         for child, fd in fds.items():
@@ -153,6 +161,7 @@ def _expose_through(folder: Path, children: set[Path], job: Path) -> None:
             if not job.is_relative_to(child):
                 mount(None, str(child), None, MS_BIND | MS_REMOUNT | MS_RDONLY)
     finally:
+        os.umask(old_umask)
         for fd in fds.values():
             os.close(fd)
 

@@ -60,27 +60,41 @@ def serve(fd: int, mode: str, scratch: str) -> None:
     client can keep N jobs in flight and replies come back as jobs finish.
     """
     sock = socket.socket(fileno=fd)
-
-    def send(obj: dict[str, Any]) -> None:
-        sock.sendall(json.dumps(obj).encode() + b"\n")
-
     scan = hostview.start_scan()  # alongside the imports, on the other core
     try:
         info = _preload(mode)
         hostview.learn(scan)  # after the imports: their folders are the code jobs run
     except BaseException as exc:  # noqa: BLE001 - tell the client why, then stop
-        send({"ready": False, "error": f"{type(exc).__name__}: {exc}"})
+        _send(sock, {"ready": False, "error": f"{type(exc).__name__}: {exc}"})
         return
     cgroup.sweep()  # job groups of leaders killed before they could clean up
-    send({"ready": True, "pid": os.getpid(), **info})
+    _send(sock, {"ready": True, "pid": os.getpid(), **info})
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    session(sock)
+
+
+def _send(sock: socket.socket, obj: dict[str, Any]) -> None:
+    sock.sendall(json.dumps(obj).encode() + b"\n")
+
+
+def session(sock: socket.socket, listener: socket.socket | None = None,
+            on_knock: Any = None) -> bool:
+    """Serve one client until it quits or goes away. `listener` (the daemon's, runtime/warm/daemon.py)
+    is closed in every job leader and watched meanwhile: `on_knock(listener)` answers a second caller.
+    True when the client asked the process to shut down (`{"op": "shutdown"}`)."""
+    def send(obj: dict[str, Any]) -> None:
+        _send(sock, obj)
+
     running: dict[int, _Running] = {}  # by report fd
     buffer = b""
-    accepting = True
+    accepting, shutdown = True, False
     while accepting or running:
         timeout = max(0.0, min((j.deadline for j in running.values()), default=time.monotonic() + 3600)
                       - time.monotonic())
-        ready, _, _ = select.select(([sock] if accepting else []) + list(running), [], [], timeout)
+        watched = ([sock] if accepting else []) + ([listener] if listener is not None else []) + list(running)
+        ready, _, _ = select.select(watched, [], [], timeout)
+        if listener is not None and listener in ready:
+            on_knock(listener)
         for job in [j for j in running.values() if time.monotonic() >= j.deadline]:
             os.kill(job.pid, signal.SIGKILL)  # a leader stuck past its job's timeout and grace
         if sock in ready:
@@ -93,17 +107,17 @@ def serve(fd: int, mode: str, scratch: str) -> None:
             while b"\n" in buffer:
                 line, buffer = buffer.split(b"\n", 1)
                 request = json.loads(line)
-                if request.get("op") == "quit":
-                    accepting = False
+                if request.get("op") in ("quit", "shutdown"):
+                    accepting, shutdown = False, shutdown or request["op"] == "shutdown"
                     continue
                 if request.get("op") == "cancel":  # every running job: its leader kills it and reports
                     for job in running.values():
                         job.cancelled = True
                         os.kill(job.pid, signal.SIGTERM)
                     continue
-                job = _start_leader(request, sock, list(running))
+                job = _start_leader(request, sock, list(running), listener)
                 running[job.fd] = job
-        for fd_ in [f for f in ready if isinstance(f, int)]:
+        for fd_ in [f for f in ready if isinstance(f, int) and f in running]:
             job = running[fd_]
             chunk = os.read(fd_, 1 << 16)
             if chunk:
@@ -120,15 +134,19 @@ def serve(fd: int, mode: str, scratch: str) -> None:
                 report["cancelled"] = True  # also when SIGTERM came before the leader could catch it
             if accepting:
                 send({**report, "id": job.request_id})
+    return shutdown
 
 
-def _start_leader(request: dict[str, Any], sock: socket.socket, others: list[int]) -> _Running:
+def _start_leader(request: dict[str, Any], sock: socket.socket, others: list[int],
+                  listener: socket.socket | None = None) -> _Running:
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the job leader
         sandbox.die_with_parent()
         os.close(r)
         sock.close()
+        if listener is not None:  # the daemon's door: never within a job's reach
+            listener.close()
         for fd in others:  # other jobs' report pipes: never within this job's reach
             os.close(fd)
         try:

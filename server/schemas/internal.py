@@ -27,7 +27,7 @@ class ClaimedJob(BaseModel):
     attempt: int
     timeout_s: float
     case_timeout_s: float
-    case_memory_gib: float
+    case_memory_gib: float | None  # None: the worker's host share (runtime/fence/host_memory.py)
     operator: str
     submission: ClaimedSubmission
 

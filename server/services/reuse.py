@@ -4,6 +4,11 @@ The key of a case result is the sha256 of: the operator's content hash (the runt
 the files the job needs), the case id, the mode, the pypto, torch and CANN versions and the
 runtime's own version. A new run can reuse an earlier result only when the workers that would run
 it now all report the same versions (their heartbeats); otherwise it runs.
+
+A test script's or test module's cases are known only once it runs, so its reuse looks up the
+newest finished job of the same operator and mode and takes all of that job's cases when every
+one of them carries the key it would get now (`find_whole`): every route is reused alike
+(docs/ci.md, "Reuse of unchanged results").
 """
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from runtime import verdicts
-from server.models import CaseResult, Job, Worker
+from server.models import CaseResult, Job, Submission, Worker
 from server.models.job import FAILED, SUCCEEDED
 from server.services.workers import is_online
 
@@ -75,3 +80,25 @@ def find(session: Session, content_sha256: str, cases: list[str], mode: str,
         case = keys[row.reuse_key]
         found.setdefault(case, row)
     return found
+
+
+RECENT_JOBS = 5  # how far back find_whole looks for this operator's last whole run in a mode
+
+
+def find_whole(session: Session, operator: str, content_sha256: str, mode: str,
+               versions: dict[str, Any]) -> dict[str, CaseResult]:
+    """case -> result of the newest finished job that ran every case of this operator's content in
+    `mode` (no case filter), when all its results are reusable under today's versions; else {}."""
+    stmt = (select(Job.id).join(Submission, Submission.id == Job.submission_id)
+            .where(Submission.operator == operator, Job.mode == mode, Job.status.in_((SUCCEEDED, FAILED)))
+            .order_by(Job.id.desc()).limit(RECENT_JOBS))
+    for job_id in session.scalars(stmt):
+        sub_filter = session.scalar(select(Submission.case_filter).join(Job, Job.submission_id == Submission.id)
+                                    .where(Job.id == job_id))
+        rows = list(session.scalars(select(CaseResult).where(CaseResult.job_id == job_id)))
+        if sub_filter or not rows or any(r.content_sha256 != content_sha256 for r in rows):
+            continue
+        if all(r.reuse_key and r.reuse_key == key(content_sha256, r.case, mode, versions) for r in rows):
+            return {r.case: r for r in rows}
+        return {}  # the newest whole run of this content is not reusable (a timeout, other versions)
+    return {}

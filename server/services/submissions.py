@@ -108,7 +108,9 @@ def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmi
     checked = inspect_bundle(new.filename, new.data)
     if checked.case_file is not None:
         try:
-            check_memory(checked.case_file, int(settings.case_memory_gib * 2**30), flag="the server's CASE_MEMORY_GIB")
+            if settings.case_memory_gib is not None:  # unset: each worker checks against its own host's share
+                check_memory(checked.case_file, int(settings.case_memory_gib * 2**30),
+                             flag="the server's CASE_MEMORY_GIB")
         except SubmissionError as exc:
             raise InvalidInput(str(exc)) from None
     known = [c.id for c in checked.case_file.cases] if checked.case_file else None

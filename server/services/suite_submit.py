@@ -105,6 +105,8 @@ def submit_operator(session: Session, store: BlobStore, settings: Settings, run:
     for mode, found in found_by_mode.items():
         suite_runs.add_reused(session, run, operator, mode, found)
         out.reused[mode] = sorted({r.job_id for r in found.values()})
+        if cases == [suite_runs.SCRIPT_CASES]:
+            out.cases = sorted(found)
     session.flush()
     return out
 
@@ -114,14 +116,15 @@ def _reusable(session: Session, settings: Settings, run: SuiteRun, suite: Suite,
     """(case -> earlier result, "") when the whole mode can be reused, else (None, why not)."""
     if not run.reuse:
         return None, "reuse is off for this run (--no-reuse)"
-    if cases == [suite_runs.SCRIPT_CASES]:
-        return None, "a script's cases are known only when it runs"
     flaky_now = flaky_cases(session, run, suite, operator, mode)
     if flaky_now:
         return None, f"flaky case(s) {', '.join(flaky_now[:5])} always run"
     target = reuse.target_versions(session, queue, settings.job_heartbeat_s)  # its pypto's workers
     if target.versions is None:
         return None, target.reason
+    if cases == [suite_runs.SCRIPT_CASES]:  # a test script or module: the cases its last whole run found
+        found = reuse.find_whole(session, operator, content, mode, target.versions)
+        return (found, "") if found else (None, "no earlier whole run of these files under the same key")
     found = reuse.find(session, content, cases, mode, target.versions)
     if len(found) < len(cases):
         return None, ("no earlier result under the same key" if not found else

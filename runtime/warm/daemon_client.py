@@ -1,0 +1,184 @@
+"""The client side of the run daemon (docs/run-daemon.md): find it through its socket in the cache
+dir, start it when there is none, replace it when its digest is not ours.
+
+`DaemonParent` is a WarmParent whose parent outlives the run: `close()` ends this run's session and
+leaves the daemon waiting for the next run until its idle timeout. Jobs are the same requests to the
+same leader code, so the sandbox and the verdicts are those of a private warm parent.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from runtime.fence.jobenv import write_sim_config
+from runtime.version import runtime_version
+from runtime.warm.client import READY_TIMEOUT_S, WarmParent, WarmParentError, _pypto_lib_dir
+
+IDLE_S = 900.0  # a daemon with no run for this long exits (CROSSCHECK_DAEMON_IDLE_S overrides)
+NO_DAEMON_ENV = "CROSSCHECK_NO_DAEMON"
+
+
+def idle_s() -> float:
+    try:
+        return max(1.0, float(os.environ.get("CROSSCHECK_DAEMON_IDLE_S", IDLE_S)))
+    except ValueError:
+        return IDLE_S
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def socket_dir(cache_dir: Path) -> Path:
+    """`<cache>/run-daemon-<uid>`, 0700: only its owner reaches the socket (the daemon also checks)."""
+    d = Path(cache_dir) / f"run-daemon-{os.getuid()}"
+    d.mkdir(parents=True, exist_ok=True)
+    if d.stat().st_uid != os.getuid():
+        raise WarmParentError(f"{d} belongs to another user: not using a run daemon there")
+    d.chmod(0o700)
+    return d
+
+
+def _own_dir(path: Path) -> Path:
+    path.mkdir(exist_ok=True)
+    if path.stat().st_uid != os.getuid() or path.is_symlink():
+        raise WarmParentError(f"{path} belongs to another user: not using a run daemon there")
+    path.chmod(0o755)  # the job's uid reads the config and writes logs there, as with a private parent
+    return path
+
+
+class DaemonParent(WarmParent):
+    """A warm parent shared between runs on this host (see the module docstring)."""
+
+    def __init__(self, mode: str, cache_dir: Path, digest: str | None = None):
+        self.mode = mode
+        self.digest = digest or self.source_digest()
+        # The daemon's scratch (its config, logs, HOME) is known before it answers: jobs are built first.
+        scratch = Path(tempfile.gettempdir()) / f"crosscheck-daemon-{os.getuid()}-{mode}-{self.digest}"
+        super().__init__(mode, scratch=_own_dir(scratch))  # not ours to remove: the daemon does, at exit
+        self.dir = socket_dir(cache_dir)
+        self.path: Path | None = self.dir / f"{mode}.sock"
+
+    def source_digest(self) -> str:
+        """What the daemon's imports and environment depend on: our code, pypto, torch, the interpreter and
+        the parent's environment, and the starting dir, which its jobs must never see (runtime.fence.hostview
+        learns it once, at the daemon's start). A daemon with another digest is replaced."""
+        parts = [runtime_version(), _version("pypto"), _version("torch"), sys.executable, self.mode,
+                 json.dumps(self.environment_base(), sort_keys=True), os.path.realpath(os.getcwd())]
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+    def environment_base(self) -> dict[str, str]:
+        from runtime.warm.client import parent_environment
+        return parent_environment(self.mode)
+
+    def start(self) -> dict[str, Any]:
+        if self.sock is not None:
+            return self.info
+        with open(self.dir / f"{self.mode}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one run starts the daemon; the others wait for it
+            hello = self._connect()
+            if hello is not None and hello.get("ready") and hello.get("digest") != self.digest:
+                self._send(b'{"op": "shutdown"}\n')  # our code, pypto or torch changed: replace it
+                self._drop()
+                self._wait_gone(int(hello.get("pid") or 0))
+                hello = None
+            if hello is None:
+                self._spawn()
+                hello = self._connect(wait_s=READY_TIMEOUT_S)
+        if hello is None or not hello.get("ready"):
+            self._drop()
+            if hello is not None and hello.get("busy"):  # another run is using it: a private parent
+                return self._private()
+            raise WarmParentError(f"the run daemon did not answer: {(hello or {}).get('error', 'no answer')}")
+        self.info = hello
+        return self.info
+
+    def _private(self) -> dict[str, Any]:
+        """A private warm parent for this run, on the same scratch (the same config the jobs name)."""
+        self.path = None
+        return WarmParent.start(self)
+
+    def _connect(self, wait_s: float = 0.0) -> dict[str, Any] | None:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock.connect(str(self.path))
+                break
+            except OSError:
+                sock.close()
+                if time.monotonic() >= deadline:
+                    return None
+                time.sleep(0.1)
+        self.sock = sock
+        self._reader = sock.makefile("rb")
+        sock.settimeout(READY_TIMEOUT_S)
+        try:
+            line = self._reader.readline()
+        except OSError:
+            line = b""
+        sock.settimeout(None)
+        if not line:
+            self._drop()
+            return None
+        return json.loads(line)
+
+    def _spawn(self) -> None:
+        write_sim_config(_pypto_lib_dir(), self.config_path)
+        for sub in ("home", "logs", "output"):
+            (self.scratch / sub).mkdir(exist_ok=True)
+        self.scratch.chmod(0o755)
+        argv = [sys.executable, "-m", "runtime.warm.daemon", str(self.path), self.mode, str(self.scratch),
+                self.digest, str(idle_s())]
+        env = self.environment()
+        log = os.open(self.scratch / "warm-parent.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        pid = os.fork()  # twice: the daemon is nobody's child here, in its own session (no Ctrl-C from our terminal)
+        if pid == 0:
+            try:
+                os.setsid()
+                subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True)
+            finally:
+                os._exit(0)
+        os.close(log)
+        os.waitpid(pid, 0)
+
+    @staticmethod
+    def _wait_gone(pid: int) -> None:
+        for _ in range(300):
+            try:
+                os.kill(pid, 0)
+            except OSError:
+                return
+            time.sleep(0.05)
+
+    def _drop(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+        self.sock, self._reader = None, None
+
+    def close(self) -> None:
+        if self.path is None:  # fell back to a private parent
+            WarmParent.close(self)
+            return
+        if self.sock is not None:
+            try:
+                self._send(b'{"op": "quit"}\n')  # this run's session ends; the daemon stays
+                self.sock.settimeout(30)
+                while self.sock.recv(1 << 16):  # until it closes our session: free for the next run
+                    pass
+            except OSError:
+                pass
+        self._drop()

@@ -1,0 +1,143 @@
+"""The run daemon (docs/run-daemon.md): the same report with and without it, replaced when the source
+digest changes, gone after its idle timeout, and deaf to every user but its owner."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from runtime.warm.daemon_client import DaemonParent
+from tests.conftest import EXAMPLES, REPO
+
+NOBODY = 65534
+
+
+def hello(path: Path) -> dict:
+    """What the daemon says to a new caller; the session ends at once."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(str(path))
+        line = s.makefile("rb").readline()
+        s.sendall(b'{"op": "quit"}\n')
+        while s.recv(1 << 16):  # until the daemon ends the session
+            pass
+    return json.loads(line)
+
+
+def gone(pid: int, within_s: float = 120.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.fixture
+def cache(calculator_cache: Path) -> Iterator[Path]:
+    """A cache dir of its own (its own daemon) with the machine's calculator, where another user may
+    walk up to the daemon's directory (pytest's own tmp dirs are closed to them)."""
+    d = Path(tempfile.mkdtemp(prefix="daemon-test-"))
+    d.chmod(0o755)
+    (d / "calculator").symlink_to(calculator_cache / "calculator")
+    yield d
+    for sock in (d / f"run-daemon-{os.getuid()}").glob("*.sock"):
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.connect(str(sock))
+                s.makefile("rb").readline()
+                s.sendall(b'{"op": "shutdown"}\n')
+        except OSError:
+            pass
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def crosscheck_run(cache: Path, *extra: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CROSSCHECK_")}
+    env.update(PYTHONPATH=str(REPO), COLUMNS="80")
+    done = subprocess.run([sys.executable, "-m", "server.cli", "run", str(EXAMPLES / "scale_add"), "--json", "-",
+                           "--cache-dir", str(cache), *extra], env=env, cwd="/tmp", capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def by_case(report: dict) -> dict:
+    return {c["case"]: (c["verdict"], c["structural"], c["precision"], (c.get("graph_verify") or {}).get("status"),
+                        c["output_written"], c.get("kernel_launches")) for c in report["cases"]}
+
+
+@pytest.mark.slow
+def test_the_same_report_case_by_case_with_and_without_the_daemon(cache):
+    plain = crosscheck_run(cache, "--no-daemon")
+    sock = cache / f"run-daemon-{os.getuid()}" / "sim.sock"
+    assert not sock.exists()  # --no-daemon starts none
+    first = crosscheck_run(cache)
+    pid = hello(sock)["pid"]
+    second = crosscheck_run(cache)
+    assert hello(sock)["pid"] == pid  # the second run used the daemon the first one started
+    assert by_case(plain) == by_case(first) == by_case(second)
+    def fence(r: dict) -> dict:  # each job gets a uid of its own
+        return {k: v for k, v in r["environment"]["sandbox"].items() if k != "uid"}
+    assert fence(plain) == fence(second) and fence(plain)
+    assert {v[0] for v in by_case(second).values()} == {"sim_garbage_graph_ok"}
+
+
+@pytest.mark.slow
+def test_the_daemon_is_replaced_when_the_source_digest_changes(cache):
+    old = DaemonParent("sim", cache, digest="a" * 16)
+    pid = old.start()["pid"]
+    old.close()
+    assert hello(old.path)["digest"] == "a" * 16  # still there between runs
+    new = DaemonParent("sim", cache, digest="b" * 16)
+    info = new.start()
+    new.close()
+    assert info["pid"] != pid and info["digest"] == "b" * 16
+    assert gone(pid)
+    assert not old.scratch.exists()  # the old daemon took its scratch with it
+
+
+@pytest.mark.slow
+def test_the_daemon_exits_after_its_idle_timeout(cache, monkeypatch):
+    monkeypatch.setenv("CROSSCHECK_DAEMON_IDLE_S", "3")
+    parent = DaemonParent("sim", cache)
+    pid = parent.start()["pid"]
+    parent.close()
+    assert gone(pid)
+    assert not parent.path.exists() and not parent.scratch.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to act as a second user")
+def test_a_second_user_cannot_talk_to_the_daemon(cache):
+    parent = DaemonParent("sim", cache)
+    pid = parent.start()["pid"]
+    parent.close()
+    probe = ("import socket,sys\ns=socket.socket(socket.AF_UNIX)\n"
+             "try:\n s.connect(sys.argv[1])\nexcept OSError as e:\n print('refused', type(e).__name__); sys.exit()\n"
+             "print(s.makefile('rb').readline().decode().strip())\n")
+
+    def as_nobody() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["/usr/bin/python3", "-c", probe, str(parent.path)], capture_output=True, text=True,
+                              timeout=60, user=NOBODY, group=NOBODY, extra_groups=[], check=False)
+
+    assert as_nobody().stdout.startswith("refused PermissionError")  # the 0700 directory
+    parent.dir.chmod(0o711)  # even with the doors opened by hand, the daemon asks who is calling
+    parent.path.chmod(0o666)
+    try:
+        answer = json.loads(as_nobody().stdout)
+    finally:
+        parent.dir.chmod(0o700)
+        parent.path.chmod(0o600)
+    assert answer["ready"] is False and "only its owner" in answer["error"]
+    assert hello(parent.path)["pid"] == pid  # and it still serves its owner

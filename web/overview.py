@@ -28,7 +28,7 @@ REFRESH_S = 10
 # plain rows of these columns, not ORM objects, for 200 rows of 10 cases a page.
 CASE_COLUMNS = (CaseResult.id, CaseResult.job_id, CaseResult.verdict, CaseResult.max_abs_diff, CaseResult.nan_count,
                 CaseResult.output_written, CaseResult.graph_status, CaseResult.graph_max_abs_diff, CaseResult.atol,
-                CaseResult.aicore_time_us)
+                CaseResult.aicore_time_us, CaseResult.case, CaseResult.kernel_launches)  # the last two: coverage
 SINCE = {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7), "30d": timedelta(days=30)}
 
 

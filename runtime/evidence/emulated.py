@@ -5,7 +5,8 @@ so a SIM run gives graph verify nothing to judge (`no_compare`). The emulated ru
 `--run_mode npu` while the job stays a SIM job: the torch_npu stand-in maps `npu:N` to the CPU, every
 launch is forced to SIM, and graph verify fills each launch's outputs with the tensor graph's CPU result,
 so the script's own compare judges what the kernel's graph computes. The result is graph evidence, never
-an NPU result (docs/realops.md §9).
+an NPU result (docs/realops.md §9). A failed compare that is only the rounding of a bf16/fp16 output is
+inconclusive (runtime/evidence/rounding.py).
 """
 from __future__ import annotations
 

@@ -26,8 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from runtime.intake import imports
-from runtime import testmodule  # noqa: E402
+from runtime.intake import imports, testmodule  # noqa: E402
 
 GRAPH_EVIDENCE = ("pass", "fail")
 

@@ -45,6 +45,8 @@ def _graph_text(case: CaseResult) -> str:
     if not status:
         return "-"
     gm = gv.get("metrics") or {}
+    if (gv.get("emulated_npu_branch") or {}).get("status") == "inconclusive":  # docs/realops.md §9
+        return f"{status}, emulated NPU inconclusive"
     return f"{status} {fmt(gm.get('max_abs_diff'))}" if gm else str(status)
 
 

@@ -5,14 +5,15 @@ so a SIM run gives graph verify nothing to judge (`no_compare`). The emulated ru
 `--run_mode npu` while the job stays a SIM job: the torch_npu stand-in maps `npu:N` to the CPU, every
 launch is forced to SIM, and graph verify fills each launch's outputs with the tensor graph's CPU result,
 so the script's own compare judges what the kernel's graph computes. The result is graph evidence, never
-an NPU result (docs/realops.md §9).
+an NPU result (docs/realops.md §9). A failed compare that is only the rounding of a bf16/fp16 output is
+inconclusive (runtime/evidence/rounding.py).
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from runtime.evidence import graph_verify
+from runtime.evidence import graph_verify, rounding
 from runtime.intake import testmodule
 from runtime.report import CaseResult
 
@@ -50,15 +51,17 @@ def merge(sim: CaseResult, emulated: CaseResult) -> CaseResult:
     """The case as reported: the emulated run when its compare judged a graph result, else the SIM run with why not."""
     gv = dict(emulated.graph_verify or {})
     unwritten = _unwritten_outputs(emulated)
-    if gv.get("status") in JUDGED and emulated.kernel_launches > 0 and not unwritten:
+    rounded = rounding.within_rounding((emulated.script or {}).get("asserts") or []) if gv.get("status") == "fail" else None
+    if gv.get("status") in JUDGED and emulated.kernel_launches > 0 and not unwritten and not rounded:
         gv["source"] = "emulated_npu_branch"
         gv["sim_run"] = {"verdict": sim.verdict, "graph_verify": (sim.graph_verify or {}).get("status")}
         emulated.graph_verify = gv
         emulated.verdict_reason = f"{LABEL}: {emulated.verdict_reason}"
         return emulated
     kept = dict(sim.graph_verify or {})
-    why = _why_not(emulated, gv, unwritten)
-    kept["emulated_npu_branch"] = {"status": "unavailable", "verdict": emulated.verdict, "reason": why}
+    why = _rounding_why(rounded) if rounded else _why_not(emulated, gv, unwritten)
+    kept["emulated_npu_branch"] = {"status": "inconclusive" if rounded else "unavailable", "verdict": emulated.verdict,
+                                   "reason": why, **({"rounding": rounded} if rounded else {})}
     kept["reason"] = f"{kept.get('reason', 'no compare')}; {LABEL} gave none: {why}"
     sim.graph_verify = kept
     return sim
@@ -69,6 +72,15 @@ def _unwritten_outputs(emulated: CaseResult) -> list[str]:
     asserts = (emulated.script or {}).get("asserts") or []
     return list(dict.fromkeys(str(a["graph"].get("kernel")) for a in asserts
                               if isinstance(a.get("graph"), dict) and a["graph"].get("unwritten_output")))
+
+
+def _rounding_why(rounded: dict[str, Any]) -> str:
+    worst = max(rounded["asserts"], key=lambda a: float(a["max_abs_diff"]) / float(a["ulp"]))
+    return (f"its compare failed on the graph's values, but only by {worst['max_abs_diff']:.4g} on a {worst['dtype']} "
+            f"output of {worst['kernel']} (at most {rounding.ROUNDING_ULPS} units in the last place at its largest "
+            f"value, {worst['golden_abs_max']:.4g}; the script's rtol={worst['rtol']}, atol={worst['atol']}): the "
+            "calculator rounds every op to that dtype and pypto's own lowerings of a kernel differ by as much, so "
+            "these values cannot decide the compare (inconclusive, docs/realops.md §9)")
 
 
 def _why_not(emulated: CaseResult, gv: dict[str, Any], unwritten: list[str]) -> str:

@@ -241,5 +241,5 @@ def _graph_source(rec: Recorder, actual: Any, desired: Any, rtol: float, atol: f
                 except Exception as exc:  # noqa: BLE001 - evidence only
                     sim = {"error": f"{type(exc).__name__}: {exc}"}
                 return {"on_graph_result": True, "launch": index, "arg": arg, "kernel": launch.kernel,
-                        "sim_garbage": sim}
+                        "dtype": str(tensor.dtype).replace("torch.", ""), "sim_garbage": sim}
     return {"on_graph_result": False}

@@ -114,3 +114,15 @@ def test_the_header_says_how_the_cases_were_found() -> None:
     console = Console(width=200, record=True, force_terminal=False)
     print_report(report, console)
     assert console.export_text().splitlines()[0].startswith("softmax (script, cases: its test_* functions, sha256")
+
+
+def test_an_inconclusive_emulated_npu_branch_is_named_beside_the_graph_status() -> None:
+    # docs/realops.md §9: a bf16 compare failing within rounding is neither pass nor fail.
+    report = _report()
+    report.cases[0].verdict = "sim_output_unwritten"
+    report.cases[0].graph_verify = {"status": "no_compare", "emulated_npu_branch": {"status": "inconclusive"}}
+    console = Console(width=80, record=True, force_terminal=False)
+    print_report(report, console)
+    lines = console.export_text().splitlines()
+    assert any("graph no_compare, emulated NPU inconclusive" in line for line in lines)
+    assert max(len(line) for line in lines) <= 80

@@ -5,7 +5,7 @@ those runs produce, including the ones a small kernel does not reliably provoke.
 """
 from __future__ import annotations
 
-from runtime.evidence import emulated
+from runtime.evidence import emulated, rounding
 from runtime.report import CaseResult, ErrorInfo, Launch
 
 
@@ -49,3 +49,46 @@ def test_a_failed_npu_branch_keeps_the_sim_verdict_and_says_why():
     assert case.verdict == "sim_output_unwritten"
     assert "NPUGraph" in case.graph_verify["emulated_npu_branch"]["reason"]
     assert "gave none" in case.graph_verify["reason"]
+
+
+def failed_on(dtype: str, max_abs_diff: float, golden_abs_max: float = 12.7) -> CaseResult:
+    """An emulated run whose one compare failed on a kernel output of `dtype` by `max_abs_diff`."""
+    case = emulated_case("fail", error="Not equal to tolerance rtol=0.003, atol=0.003")
+    metrics = {"rtol": 3e-3, "atol": 3e-3, "shape_match": True, "mismatch_count": 1000, "mismatch_ratio": 0.5,
+               "nan_count": 0, "inf_count": 0, "max_abs_diff": max_abs_diff, "golden_abs_max": golden_abs_max}
+    graph = {"on_graph_result": True, "kernel": "ffn_kernel", "dtype": dtype}
+    case.script = {"asserts": [{"index": 0, "graph": graph, "metrics": metrics}]}
+    return case
+
+
+def test_a_bf16_compare_failing_by_one_unit_in_the_last_place_is_inconclusive_not_a_defect():
+    # bf16 values near 12.7 are 0.0625 apart: a compare at rtol=3e-3 cannot tell one rounding path from another.
+    case = emulated.merge(sim_case(), failed_on("bfloat16", 0.0625))
+    assert case.verdict == "sim_output_unwritten" and case.graph_verify["status"] == "no_compare"
+    why = case.graph_verify["emulated_npu_branch"]
+    assert why["status"] == "inconclusive" and why["verdict"] == "graph_fail"
+    assert why["rounding"]["asserts"][0]["ulp"] == 0.0625
+    assert "cannot decide the compare" in why["reason"] and "bfloat16" in why["reason"]
+
+
+def test_a_bf16_compare_failing_by_more_than_rounding_stays_a_graph_fail():
+    case = emulated.merge(sim_case(), failed_on("bfloat16", 0.5))
+    assert case.verdict == "graph_fail" and case.graph_verify["source"] == "emulated_npu_branch"
+
+
+def test_an_fp32_compare_failing_by_a_hair_stays_a_graph_fail():
+    # fp32 rounding is far below such a tolerance: the failure is the graph's maths.
+    case = emulated.merge(sim_case(), failed_on("float32", 0.0625))
+    assert case.verdict == "graph_fail"
+
+
+def test_a_low_precision_failure_with_nan_is_never_put_down_to_rounding():
+    failed = failed_on("float16", 0.001)
+    failed.script["asserts"][0]["metrics"]["nan_count"] = 3
+    assert emulated.merge(sim_case(), failed).verdict == "graph_fail"
+
+
+def test_the_spacing_of_low_precision_values():
+    assert rounding.ulp(1.0, "bfloat16") == 2 ** -7
+    assert rounding.ulp(12.7, "bfloat16") == 0.0625
+    assert rounding.ulp(3.0, "float16") == 2 ** -9

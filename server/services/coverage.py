@@ -19,7 +19,7 @@ from server.models import CaseResult, CaseState
 MODES = ("sim", "graph", "npu")
 LABELS = {"sim": "SIM", "graph": "graph", "npu": "NPU"}
 GRAPH_JUDGED = ("pass", "fail")
-RUN_WHOLE_CASE = "main"  # the case name of a script run whole (runtime.runner.MAIN_CASE)
+RUN_WHOLE_CASE = "main"  # the case name of a script run whole (runtime.case_runner.MAIN_CASE)
 
 
 def kernel_ran(result: Any) -> bool:

@@ -22,7 +22,7 @@ def main(mode: str, kind: str, out: str) -> None:
     cov = coverage.Coverage(data_file=out, include=[str(REPO / m) for m in MEASURED])
     from runtime.intake import submission
     from runtime.fence.jobenv import write_sim_config
-    from runtime.runner import RunOptions, _CaseRunner
+    from runtime.runner import RunOptions, CaseRunner
     from runtime.warm.client import _pypto_lib_dir
 
     work = Path(tempfile.mkdtemp(prefix="harness-cov-"))
@@ -32,10 +32,10 @@ def main(mode: str, kind: str, out: str) -> None:
         path.write_text("import torch\nprint(torch.ones(2).sum())\n")
     sub = submission.load(path, work / "sub")
 
-    class Warm:  # what _CaseRunner reads from a warm parent to build a request
+    class Warm:  # what CaseRunner reads from a warm parent to build a request
         config_path = write_sim_config(_pypto_lib_dir(), work / "tile_fwk_config.json")
 
-    runner = _CaseRunner(sub, RunOptions(mode=mode, device_id=2 if mode == "npu" else None, graph_verify=False),
+    runner = CaseRunner(sub, RunOptions(mode=mode, device_id=2 if mode == "npu" else None, graph_verify=False),
                          work, [], [])
     runner.warm = Warm()  # type: ignore[assignment]
     _, req = runner._prepare(sub.case_file.cases[0] if sub.case_file else "main")

@@ -3,14 +3,15 @@
 While the wrapper runs, a torch dispatch mode marks every storage an aten op writes from a marked
 input; the instrumentation marks every storage a launch wrote. A returned tensor that no launch was
 handed counts as the kernel's only when its storage is marked (runtime.job.child). Only storage
-addresses are recorded, never data; each marked storage is kept alive until the case's compare, so
-its address cannot be reused by a later, unmarked allocation.
+addresses are recorded, never data, and none is kept alive: a mark is dropped the moment its storage
+is freed, so a later, unmarked tensor that gets the same address is not taken for a marked one.
 
 Fail safe: a submission that leaves or disables the mode stops the marking, so its returned tensors
 stay its own (suspect_fake_pass), never the other way round.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import torch
@@ -25,11 +26,21 @@ class KernelFlow(TorchDispatchMode):
 
     def __init__(self) -> None:
         super().__init__()
-        self._storages: dict[int, Any] = {}  # address -> the storage, held so the address stays its own
+        self._storages: set[int] = set()  # addresses of live marked storages
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # torch would wrap __torch_dispatch__ to keep its compiler out, importing torch._dynamo on the first
+        # op: seconds per job. Nothing here is compiled.
+        return False
 
     def mark(self, t: torch.Tensor) -> None:
         if isinstance(t, torch.Tensor) and not t.is_meta:
-            self._storages[rawbytes.storage_ptr(t)] = t.untyped_storage()
+            ptr = rawbytes.storage_ptr(t)
+            if ptr not in self._storages:
+                self._storages.add(ptr)
+                # torch keeps one Python object per storage: it dies with the storage, and so does the mark.
+                weakref.finalize(t.untyped_storage(), self._storages.discard, ptr)
 
     def marked(self, t: torch.Tensor) -> bool:
         return isinstance(t, torch.Tensor) and not t.is_meta and rawbytes.storage_ptr(t) in self._storages

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from runtime.evidence import dumps, metrics
+from runtime.evidence import dumps, flow, metrics
 from runtime.fence import integrity
 from runtime.evidence import rawbytes
 from runtime.fence.events import Events
@@ -149,7 +149,8 @@ def _patch_jit(rec: Recorder) -> None:
         start = time.perf_counter()
         error = ""
         try:
-            return original(self, *args, **kwargs)
+            with flow.suspended():  # pypto's own torch calls run outside the data-flow record
+                return original(self, *args, **kwargs)
         except BaseException as exc:
             error = f"{type(exc).__name__}: {exc}"[:2000]
             raise
@@ -163,6 +164,7 @@ def _patch_jit(rec: Recorder) -> None:
             record = LaunchRecord(name, tensors, written, duration, _last_output_dir(), error,
                                   [storage_id(t) for t in tensors], [w.before for w in watches], hashes)
             rec.launches.append(record)
+            flow.launched([t for t, wrote in zip(tensors, written) if wrote])
             rec.in_kernel = None
             rec.events.emit("launch", kernel=name, output_written=written,
                             arg_shapes=[list(t.shape) for t in tensors], duration_s=round(duration, 4),

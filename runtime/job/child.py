@@ -19,7 +19,7 @@ from typing import Any, Iterator, NoReturn
 
 import torch
 
-from runtime.evidence import costmodel, dumps, graph_verify, instrument, metrics
+from runtime.evidence import costmodel, dumps, flow, graph_verify, instrument, metrics
 from runtime.fence import integrity
 from runtime.job import plainrun
 from runtime.devices import standin
@@ -216,7 +216,9 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
     graph = _install_graph_verify(req, rec, case, tolerance)
     with stage(rec, mode, src):
         wrapper = load_function(src, req["impl"])
-        result = wrapper(*inputs, **params)
+        kernel_flow = flow.start()
+        with kernel_flow:  # entered before the wrapper's code runs (docs/realops.md §7)
+            result = wrapper(*inputs, **params)
         device.synchronize()
     with stage(rec, "compare", src):
         outputs = as_outputs(result, "the wrapper")
@@ -227,7 +229,7 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
                 raise TypeError(f"the wrapper returned {type(out).__name__}, not a torch.Tensor")
         outputs = [*outputs, *(inputs[i] for i, _ in in_place)]
         goldens = expected
-        provenance = [_provenance(rec, out) for out in outputs]
+        provenance = [_provenance(rec, out, kernel_flow) for out in outputs]
         # With graph verify on, the outputs hold the graph's result. What plain SIM would have
         # returned is the bytes before the launch: SIM has no data path and leaves them as they
         # were (docs/pypto.md §2). Snapshotting them costs one copy; a second, plain SIM run would double
@@ -373,7 +375,7 @@ def _golden(golden_fn: Any, inputs: list[torch.Tensor],
     return goldens, in_place
 
 
-def _provenance(rec: instrument.Recorder, out: torch.Tensor) -> dict[str, Any]:
+def _provenance(rec: instrument.Recorder, out: torch.Tensor, kernel_flow: flow.KernelFlow) -> dict[str, Any]:
     """Which launch argument, if any, the returned tensor is, and whether that launch wrote it.
 
     The first launch holding its storage says what the kernel left there; the last one is where
@@ -384,10 +386,13 @@ def _provenance(rec: instrument.Recorder, out: torch.Tensor) -> dict[str, Any]:
              for arg, storage in enumerate(launch.storages) if storage == sid]
     if found and not any(launch.written[arg] for _, arg, launch in found):
         # Not written where it was a launch argument (an input the wrapper overwrote after the launch):
-        # its bytes may be a copy of what the kernel wrote elsewhere (docs/realops.md §7). A tensor no
-        # launch was ever handed is the wrapper's own, however equal its bytes: with graph verify on, the
-        # graph's result in a scratch buffer equals torch's own maths bit for bit (the dual-path fake pass).
+        # its bytes may be a copy of what the kernel wrote elsewhere (docs/realops.md §7).
         found = _copied_from(rec, out) or found
+    elif not found and kernel_flow.marked(out):
+        # A tensor no launch was handed counts as the kernel's only when torch computed it from what a
+        # launch wrote (runtime.evidence.flow: `out.clone()`, `out.contiguous()`); otherwise it is the
+        # wrapper's own however equal its bytes (the dual-path fake pass, docs/realops.md §7).
+        found = _copied_from(rec, out)
     if not found:
         return {"launch": None, "arg": None, "kernel": None, "written": False}
     index, arg, launch = found[0]
@@ -398,12 +403,13 @@ def _provenance(rec: instrument.Recorder, out: torch.Tensor) -> dict[str, Any]:
 
 def _copied_from(rec: instrument.Recorder, out: torch.Tensor) -> list[tuple[int, int, instrument.LaunchRecord]]:
     """The launch argument whose bytes right after its launch are exactly `out`'s: the wrapper copied the
-    kernel's result into it (`x1.copy_(y)`, in-place semantics; docs/realops.md §7). The last such launch."""
+    kernel's result into it (`x1.copy_(y)`, in-place semantics; docs/realops.md §7), or returned a copy of it,
+    maybe reshaped (`out.clone().reshape(...)`). The last such launch."""
     digest = None
     for index in range(len(rec.launches) - 1, -1, -1):
         launch = rec.launches[index]
         for arg, tensor in enumerate(launch.args):
-            if tensor.dtype != out.dtype or tensor.shape != out.shape:
+            if tensor.dtype != out.dtype or tensor.numel() != out.numel():
                 continue
             digest = digest or dumps.sha256(out)
             if launch.post_sha256[arg] == digest:
@@ -420,7 +426,10 @@ def _dump(req: dict[str, Any], rec: instrument.Recorder, outputs: list[torch.Ten
         if prov["launch"] is not None:
             first, last = rec.launches[prov["launch"]], rec.launches[prov["last_launch"]]
             arg = last.args[prov["last_arg"]]
-            entry.before = first.before[prov["arg"]]
+            before = first.before[prov["arg"]]
+            # A reshaped copy is compared in the returned shape (same bytes in C order).
+            entry.before = before.reshape(out.shape) if before is not None and before.numel() == out.numel() \
+                else before
             entry.first_post_sha256 = first.post_sha256[prov["arg"]]
             entry.last_post_sha256 = last.post_sha256[prov["last_arg"]]
             entry.last_launch, entry.last_arg = prov["last_launch"], prov["last_arg"]

@@ -46,3 +46,6 @@ _.formatter_class
 
 # Serialised with dataclasses.asdict into a run's totals (server/services/drift.py summary), read by tests.
 _.tolerance_used
+
+# Called by torch on a TorchDispatchMode subclass (runtime/evidence/flow.py): keeps torch._dynamo unimported.
+_._should_skip_dynamo

@@ -21,7 +21,7 @@ import torch
 
 from runtime.evidence import costmodel, dumps, flow, graph_verify, instrument, metrics
 from runtime.fence import integrity
-from runtime.job import plainrun
+from runtime.job import plainrun, provenance
 from runtime.devices import standin
 from runtime.intake import testmodule
 from runtime.job import timing
@@ -229,21 +229,21 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
                 raise TypeError(f"the wrapper returned {type(out).__name__}, not a torch.Tensor")
         outputs = [*outputs, *(inputs[i] for i, _ in in_place)]
         goldens = expected
-        provenance = [_provenance(rec, out, kernel_flow) for out in outputs]
+        origins = [provenance.provenance(rec, out, kernel_flow) for out in outputs]
         # With graph verify on, the outputs hold the graph's result. What plain SIM would have
         # returned is the bytes before the launch: SIM has no data path and leaves them as they
         # were (docs/pypto.md §2). Snapshotting them costs one copy; a second, plain SIM run would double
         # the job's time for the same bytes.
-        raw = [_before_launch(rec, p, out) if graph is not None and p["launch"] is not None else out
-               for out, p in zip(outputs, provenance)]
+        raw = [provenance.before_launch(rec, p, out) if graph is not None and p["launch"] is not None else out
+               for out, p in zip(outputs, origins)]
         # The job's own compare is its claim; its leader recompares the dumped bytes outside this
         # process (runtime.evidence.dumps) and decides with that, checking the claim against it.
         per_output = [metrics.compare(r, g, *tolerance) for r, g in zip(raw, goldens)]
-        result_event: dict[str, Any] = {"metrics": metrics.combine(per_output), "provenance": provenance,
+        result_event: dict[str, Any] = {"metrics": metrics.combine(per_output), "provenance": origins,
                                         "outputs": [{"name": n, "metrics": m} for n, m in zip(names, per_output)]}
         if graph is not None:
-            result_event["graph_verify"] = _graph_evidence(rec, graph, outputs, goldens, provenance, tolerance)
-        _dump(req, rec, outputs, goldens, provenance)
+            result_event["graph_verify"] = _graph_evidence(rec, graph, outputs, goldens, origins, tolerance)
+        provenance.dump(req, rec, outputs, goldens, origins)
         rec.events.emit("result", **result_event)
     if graph is not None and graph.verify_passes:
         _verify_passes(req, rec, wrapper, inputs, params, graph)
@@ -298,11 +298,6 @@ def _install_graph_verify(req: dict[str, Any], rec: instrument.Recorder, case: d
         run, reason = graph_verify.install(rec, cfg, case.get("output_args"), tolerance)
     rec.events.emit("graph_verify_setup", available=run is not None, reason=reason or "")
     return run
-
-
-def _before_launch(rec: instrument.Recorder, prov: dict[str, Any], out: torch.Tensor) -> torch.Tensor:
-    before = rec.launches[prov["launch"]].before[prov["arg"]]
-    return out if before is None else before
 
 
 def _graph_evidence(rec: instrument.Recorder, graph: graph_verify.GraphRun, outputs: list[torch.Tensor],
@@ -373,71 +368,6 @@ def _golden(golden_fn: Any, inputs: list[torch.Tensor],
             bad = int((~torch.isfinite(g)).sum())
             raise GoldenError(f"the golden returned {bad} non-finite value(s) in output {i}")
     return goldens, in_place
-
-
-def _provenance(rec: instrument.Recorder, out: torch.Tensor, kernel_flow: flow.KernelFlow) -> dict[str, Any]:
-    """Which launch argument, if any, the returned tensor is, and whether that launch wrote it.
-
-    The first launch holding its storage says what the kernel left there; the last one is where
-    the bytes must still be as that launch left them (runtime.evidence.dumps checks it outside the job).
-    """
-    sid = instrument.storage_id(out)
-    found = [(index, arg, launch) for index, launch in enumerate(rec.launches)
-             for arg, storage in enumerate(launch.storages) if storage == sid]
-    if found and not any(launch.written[arg] for _, arg, launch in found):
-        # Not written where it was a launch argument (an input the wrapper overwrote after the launch):
-        # its bytes may be a copy of what the kernel wrote elsewhere (docs/realops.md §7).
-        found = _copied_from(rec, out) or found
-    elif not found and kernel_flow.marked(out):
-        # A tensor no launch was handed counts as the kernel's only when torch computed it from what a
-        # launch wrote (runtime.evidence.flow: `out.clone()`, `out.contiguous()`); otherwise it is the
-        # wrapper's own however equal its bytes (the dual-path fake pass, docs/realops.md §7).
-        found = _copied_from(rec, out)
-    if not found:
-        return {"launch": None, "arg": None, "kernel": None, "written": False}
-    index, arg, launch = found[0]
-    last_index, last_arg, _ = found[-1]
-    return {"launch": index, "arg": arg, "kernel": launch.kernel, "written": launch.written[arg],
-            "last_launch": last_index, "last_arg": last_arg}
-
-
-def _copied_from(rec: instrument.Recorder, out: torch.Tensor) -> list[tuple[int, int, instrument.LaunchRecord]]:
-    """The launch argument whose bytes right after its launch are exactly `out`'s: the wrapper copied the
-    kernel's result into it (`x1.copy_(y)`, in-place semantics; docs/realops.md §7), or returned a copy of it,
-    maybe reshaped (`out.clone().reshape(...)`). The last such launch."""
-    digest = None
-    for index in range(len(rec.launches) - 1, -1, -1):
-        launch = rec.launches[index]
-        for arg, tensor in enumerate(launch.args):
-            if tensor.dtype != out.dtype or tensor.numel() != out.numel():
-                continue
-            digest = digest or dumps.sha256(out)
-            if launch.post_sha256[arg] == digest:
-                return [(index, arg, launch)]
-    return []
-
-
-def _dump(req: dict[str, Any], rec: instrument.Recorder, outputs: list[torch.Tensor], goldens: list[torch.Tensor],
-          provenance: list[dict[str, Any]]) -> None:
-    """Write the bytes the harness recompares outside this process (runtime.evidence.dumps)."""
-    entries = []
-    for out, golden, prov in zip(outputs, goldens, provenance):
-        entry = dumps.OutputDump(golden=golden, output=out)
-        if prov["launch"] is not None:
-            first, last = rec.launches[prov["launch"]], rec.launches[prov["last_launch"]]
-            arg = last.args[prov["last_arg"]]
-            before = first.before[prov["arg"]]
-            # A reshaped copy is compared in the returned shape (same bytes in C order).
-            entry.before = before.reshape(out.shape) if before is not None and before.numel() == out.numel() \
-                else before
-            entry.first_post_sha256 = first.post_sha256[prov["arg"]]
-            entry.last_post_sha256 = last.post_sha256[prov["last_arg"]]
-            entry.last_launch, entry.last_arg = prov["last_launch"], prov["last_arg"]
-            same = (out.dtype == arg.dtype and out.shape == arg.shape and out.stride() == arg.stride()
-                    and out.data_ptr() == arg.data_ptr())
-            entry.arg_now = None if same else arg
-        entries.append(entry)
-    dumps.write(Path(req["results_dir"]), entries)
 
 
 def _run_script(req: dict[str, Any], rec: instrument.Recorder) -> int:

@@ -46,3 +46,7 @@ _.formatter_class
 
 # Serialised with dataclasses.asdict into a run's totals (server/services/drift.py summary), read by tests.
 _.tolerance_used
+
+# Serialised with dataclasses.asdict into a run's totals (server/services/perf.py summary), read by tests.
+_.previous_us
+_.previous_cycles

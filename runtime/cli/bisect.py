@@ -84,9 +84,10 @@ def _bisect(args: argparse.Namespace) -> int:
                                           "exists only in SIM")
     revisions = git.between(top, good, bad)
     options = cli.run_options(args)
-    what = f", AICore estimate +{args.threshold:.0%}" if perf else ""
     print(f"bisecting {args.op}: {len(revisions) - 1} commit(s) after {good[:10]} up to {bad[:10]} "
-          f"({args.mode}{', graph verify' if options.graph_verify and args.mode == 'sim' else ''}{what})", flush=True)
+          f"({args.mode}{', graph verify' if options.graph_verify and args.mode == 'sim' else ''})", flush=True)
+    if perf:
+        print(f"bad: a case's AICore estimate {args.threshold:.0%} or more above --good's", flush=True)
     with git.worktree(top, good) as tree:
         prober = _Prober(tree, inside, args.op, options)
         first = prober.probe(good)

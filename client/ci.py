@@ -60,6 +60,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "rose (perf), any case not acceptable for its mode, or never")
     p.add_argument("--pypto", type=version_argument, default=None, metavar="VERSION",
                    help="the pypto version the kernels were written for: only workers with it run the jobs")
+    p.add_argument("--bisect", action="store_true",
+                   help="bisect each regressed operator on this host between the previous run's commit label "
+                        "and this one's, and name the culprit (docs/ci.md)")
+    p.add_argument("--bisect-budget", type=float, default=30.0, metavar="MIN",
+                   help="minutes all the bisects may take together (default: 30)")
     p.add_argument("--no-reuse", action="store_true", help="run every operator, even unchanged ones")
     p.add_argument("--wait-timeout", "--timeout", dest="timeout", type=float, default=None, metavar="S",
                    help="give up waiting after S seconds (exit 3)")
@@ -273,10 +278,13 @@ def _finish(api: Api, args: argparse.Namespace, final: dict[str, Any], broken: l
     for r in results:
         if (r["operator"], r["case"], r["mode"]) in slower:
             r["perf"] = slower[(r["operator"], r["case"], r["mode"])]
+    bisect_notes = _bisect(api, args, final, cmp, results) if getattr(args, "bisect", False) else []
     if args.junit:
         junit_out.write(args.junit, junit_out.build(args.suite, final["url"], results, broken))
     out = Console()
     _summary(out, final, cmp, results, broken)
+    for note in bisect_notes:
+        out.print(escape(note), highlight=False, soft_wrap=False)
     if args.junit:
         out.print(f"JUnit: {args.junit}")
     failing = [r for r in results if r["verdict"] is None or not _acceptable(r)]
@@ -373,3 +381,21 @@ def _perf_summary(out: Console, totals: dict[str, Any]) -> None:
     if totals.get("perf_pypto_changed"):
         out.print(f"  {_n(int(totals['perf_pypto_changed']), 'SIM estimate')} not compared: pypto changed since "
                   "the previous run", highlight=False)
+
+
+def _bisect(api: Api, args: argparse.Namespace, final: dict[str, Any], cmp: dict[str, Any],
+            results: list[dict[str, Any]]) -> list[str]:
+    """Bisect the regressed operators (client/ci_bisect.py); culprits go on their regressed testcases."""
+    from client import ci_bisect
+
+    totals = final.get("totals") or {}
+    regressed = ci_bisect.regressed_operators(cmp, totals)
+    previous = api.json("GET", f"/suite-runs/{cmp['other_id']}").get("commit") if cmp.get("other_id") else None
+    found, notes = ci_bisect.culprits(args.checkout, previous, final.get("commit"), regressed,
+                                      args.bisect_budget * 60)
+    cases = {(ch["operator"], ch["case"], ch["mode"]) for ch in cmp.get("regressions", [])}
+    cases |= {(p["operator"], p["case"], p["mode"]) for p in totals.get("perf_regressions") or []}
+    for r in results:
+        if r["operator"] in found and (r["operator"], r["case"], r["mode"]) in cases:
+            r["culprit"] = found[r["operator"]]
+    return [f"culprit of {op}: {found[op]}" for op in sorted(found)] + notes

@@ -266,7 +266,7 @@ def _results(api: Api, run_id: int) -> list[dict[str, Any]]:
 
 
 def _finish(api: Api, args: argparse.Namespace, final: dict[str, Any], broken: list[Any], err: Console) -> int:
-    from client import junit_out
+    from client import ci_bisect, junit_out
 
     results = _results(api, final["id"])
     cmp = api.json("GET", f"/suite-runs/{final['id']}/compare")
@@ -278,7 +278,7 @@ def _finish(api: Api, args: argparse.Namespace, final: dict[str, Any], broken: l
     for r in results:
         if (r["operator"], r["case"], r["mode"]) in slower:
             r["perf"] = slower[(r["operator"], r["case"], r["mode"])]
-    bisect_notes = _bisect(api, args, final, cmp, results) if getattr(args, "bisect", False) else []
+    bisect_notes = ci_bisect.attach(api, args, final, cmp, results) if args.bisect else []
     if args.junit:
         junit_out.write(args.junit, junit_out.build(args.suite, final["url"], results, broken))
     out = Console()
@@ -382,20 +382,3 @@ def _perf_summary(out: Console, totals: dict[str, Any]) -> None:
         out.print(f"  {_n(int(totals['perf_pypto_changed']), 'SIM estimate')} not compared: pypto changed since "
                   "the previous run", highlight=False)
 
-
-def _bisect(api: Api, args: argparse.Namespace, final: dict[str, Any], cmp: dict[str, Any],
-            results: list[dict[str, Any]]) -> list[str]:
-    """Bisect the regressed operators (client/ci_bisect.py); culprits go on their regressed testcases."""
-    from client import ci_bisect
-
-    totals = final.get("totals") or {}
-    regressed = ci_bisect.regressed_operators(cmp, totals)
-    previous = api.json("GET", f"/suite-runs/{cmp['other_id']}").get("commit") if cmp.get("other_id") else None
-    found, notes = ci_bisect.culprits(args.checkout, previous, final.get("commit"), regressed,
-                                      args.bisect_budget * 60)
-    cases = {(ch["operator"], ch["case"], ch["mode"]) for ch in cmp.get("regressions", [])}
-    cases |= {(p["operator"], p["case"], p["mode"]) for p in totals.get("perf_regressions") or []}
-    for r in results:
-        if r["operator"] in found and (r["operator"], r["case"], r["mode"]) in cases:
-            r["culprit"] = found[r["operator"]]
-    return [f"culprit of {op}: {found[op]}" for op in sorted(found)] + notes

@@ -57,3 +57,18 @@ def regressed_operators(cmp: dict[str, Any], totals: dict[str, Any]) -> dict[str
     for p in totals.get("perf_regressions") or []:
         out.setdefault(p["operator"], "aicore_us")
     return out
+
+
+def attach(api: Any, args: Any, final: dict[str, Any], cmp: dict[str, Any],
+           results: list[dict[str, Any]]) -> list[str]:
+    """Bisect the regressed operators; each culprit goes on its operator's regressed testcases."""
+    totals = final.get("totals") or {}
+    regressed = regressed_operators(cmp, totals)
+    previous = api.json("GET", f"/suite-runs/{cmp['other_id']}").get("commit") if cmp.get("other_id") else None
+    found, notes = culprits(args.checkout, previous, final.get("commit"), regressed, args.bisect_budget * 60)
+    cases = {(ch["operator"], ch["case"], ch["mode"]) for ch in cmp.get("regressions", [])}
+    cases |= {(p["operator"], p["case"], p["mode"]) for p in totals.get("perf_regressions") or []}
+    for r in results:
+        if r["operator"] in found and (r["operator"], r["case"], r["mode"]) in cases:
+            r["culprit"] = found[r["operator"]]
+    return [f"culprit of {op}: {found[op]}" for op in sorted(found)] + notes

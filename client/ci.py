@@ -26,7 +26,7 @@ from client.submit import NO_WORKER_FOR_VERSION
 
 EXIT_OK, EXIT_FAIL, EXIT_UNUSABLE, EXIT_INFRA = 0, 1, 2, 3
 DEFAULT_SERVER = "http://127.0.0.1:8000"
-FAIL_ON = ("regression", "drift", "any-fail", "never")
+FAIL_ON = ("regression", "drift", "perf", "any-fail", "never")
 POLL_S = 2.0
 PAGE = 5000
 LISTED = 15  # changes printed per kind; the suite page has them all
@@ -56,10 +56,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
     p.add_argument("--fail-on", choices=FAIL_ON, default="regression",
                    help="exit 1 on: a regression against the previous run of the branch (default), a regression "
-                        "or a case whose precision drifts (docs/ci.md), any case not acceptable for its mode, "
-                        "or never")
+                        "or a case whose precision drifts (docs/ci.md), a regression or a case whose SIM cost estimate "
+                        "rose (perf), any case not acceptable for its mode, or never")
     p.add_argument("--pypto", type=version_argument, default=None, metavar="VERSION",
                    help="the pypto version the kernels were written for: only workers with it run the jobs")
+    p.add_argument("--bisect", action="store_true",
+                   help="bisect each regressed operator on this host between the previous run's commit label "
+                        "and this one's, and name the culprit (docs/ci.md)")
+    p.add_argument("--bisect-budget", type=float, default=30.0, metavar="MIN",
+                   help="minutes all the bisects may take together (default: 30)")
     p.add_argument("--no-reuse", action="store_true", help="run every operator, even unchanged ones")
     p.add_argument("--wait-timeout", "--timeout", dest="timeout", type=float, default=None, metavar="S",
                    help="give up waiting after S seconds (exit 3)")
@@ -261,7 +266,7 @@ def _results(api: Api, run_id: int) -> list[dict[str, Any]]:
 
 
 def _finish(api: Api, args: argparse.Namespace, final: dict[str, Any], broken: list[Any], err: Console) -> int:
-    from client import junit_out
+    from client import ci_bisect, junit_out
 
     results = _results(api, final["id"])
     cmp = api.json("GET", f"/suite-runs/{final['id']}/compare")
@@ -269,14 +274,23 @@ def _finish(api: Api, args: argparse.Namespace, final: dict[str, Any], broken: l
     for r in results:  # a property of the JUnit testcase (client/junit_out.py)
         if (r["operator"], r["case"], r["mode"]) in drifting:
             r["drift"] = drifting[(r["operator"], r["case"], r["mode"])]
+    slower = {(p["operator"], p["case"], p["mode"]): p["why"] for p in (final.get("totals") or {}).get("perf_regressions", [])}
+    for r in results:
+        if (r["operator"], r["case"], r["mode"]) in slower:
+            r["perf"] = slower[(r["operator"], r["case"], r["mode"])]
+    bisect_notes = ci_bisect.attach(api, args, final, cmp, results) if args.bisect else []
     if args.junit:
         junit_out.write(args.junit, junit_out.build(args.suite, final["url"], results, broken))
     out = Console()
     _summary(out, final, cmp, results, broken)
+    for note in bisect_notes:
+        out.print(escape(note), highlight=False, soft_wrap=False)
     if args.junit:
         out.print(f"JUnit: {args.junit}")
     failing = [r for r in results if r["verdict"] is None or not _acceptable(r)]
-    if args.fail_on in ("regression", "drift") and cmp["counts"]["regressions"]:
+    if args.fail_on in ("regression", "drift", "perf") and cmp["counts"]["regressions"]:
+        return EXIT_FAIL
+    if args.fail_on == "perf" and (final.get("totals") or {}).get("perf"):
         return EXIT_FAIL
     if args.fail_on == "drift" and (final.get("totals") or {}).get("drift"):
         return EXIT_FAIL
@@ -330,6 +344,7 @@ def _summary(out: Console, run: dict[str, Any], cmp: dict[str, Any], results: li
         if len(failing) > LISTED:
             out.print(f"  ... and {len(failing) - LISTED} more on the suite page", highlight=False)
     _drift_summary(out, t)
+    _perf_summary(out, t)
     if broken:
         out.print(f"[red]{len(broken)} operator(s) not run[/]: " + ", ".join(escape(b.operator) for b in broken))
     unverified = sum(1 for r in results if not r["verified"])
@@ -350,3 +365,20 @@ def _drift_summary(out: Console, totals: dict[str, Any]) -> None:
                           (0, 0, 0, 2)), highlight=False)
     if count > min(LISTED, len(totals.get("drifting") or [])):
         out.print("  ... and more on the suite page", highlight=False)
+
+
+def _perf_summary(out: Console, totals: dict[str, Any]) -> None:
+    """Cases whose SIM cost estimate rose against the previous run (server/services/perf.py): never a
+    failure by itself, gated with --fail-on perf."""
+    count = int(totals.get("perf") or 0)
+    if count:
+        out.print(f"[yellow]Slower in the SIM cost model ({count})[/]:", highlight=False)
+        for p in (totals.get("perf_regressions") or [])[:LISTED]:
+            out.print(Padding(f"{escape(p['operator'])} / {escape(p['case'])}: {escape(p['why'])}", (0, 0, 0, 2)),
+                      highlight=False)
+        if count > min(LISTED, len(totals.get("perf_regressions") or [])):
+            out.print("  ... and more on the suite page", highlight=False)
+    if totals.get("perf_pypto_changed"):
+        out.print(f"  {_n(int(totals['perf_pypto_changed']), 'SIM estimate')} not compared: pypto changed since "
+                  "the previous run", highlight=False)
+

@@ -1,7 +1,9 @@
 """Write a suite run as JUnit XML: one <testsuite> per operator, one <testcase> per case x mode.
 
 Properties carry the verdict, the diffs, the diagnosis rules, the provenance and, for a case whose
-precision drifts, why (`drift`: never a failure by itself); a case that is
+precision drifts, why (`drift`: never a failure by itself), and for a case whose SIM cost estimate
+rose, by how much (`perf`: never a failure by itself either), and the commit `ci run --bisect` found
+(`culprit`); a case that is
 not acceptable for its mode is a <failure> (its verdict is the type), an operator that could not
 be submitted or a case still pending is an <error>. tests/data/junit.xsd is the shape it follows.
 """
@@ -17,7 +19,7 @@ from typing import Any
 from runtime import verdicts, vocabulary
 
 PROPERTIES = ("verdict", "mode", "max_abs_diff", "graph_max_abs_diff", "rtol", "atol", "diagnosis_rules",
-              "provenance", "flips", "reused_from_job_id", "job_id", "drift")
+              "provenance", "flips", "reused_from_job_id", "job_id", "drift", "perf", "culprit")
 
 
 @dataclass

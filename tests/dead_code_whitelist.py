@@ -49,3 +49,6 @@ _.tolerance_used
 
 # Called by torch on a TorchDispatchMode subclass (runtime/evidence/flow.py): keeps torch._dynamo unimported.
 _._should_skip_dynamo
+# Serialised with dataclasses.asdict into a run's totals (server/services/perf.py summary), read by tests.
+_.previous_us
+_.previous_cycles

@@ -1,5 +1,6 @@
 """`crosscheck bisect CHECKOUT --op NAME --good REV --bad REV`: the first commit that broke an operator
-(docs/bisect.md).
+(docs/bisect.md); with `--metric aicore_us --threshold 10%`, the first commit whose SIM cost estimate
+rose by the threshold against the good one's (docs/bisect.md §5).
 
 Exit codes: 0 the first bad commit was found, 2 unusable input (not a git checkout, an unknown
 revision, a premise that does not hold, or only skipped revisions left), 3 infrastructure.
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime import exit_codes
-from runtime.bisect import git, search
+from runtime.bisect import git, metric, search
 from runtime.cli import cli
 from runtime.errors import HostError, SubmissionError
 
@@ -34,6 +35,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--op", required=True, metavar="NAME", help="the operator (names match ignoring case and '_')")
     p.add_argument("--good", required=True, metavar="REV", help="a revision where the operator is acceptable")
     p.add_argument("--bad", required=True, metavar="REV", help="a later revision where it is a kernel defect")
+    p.add_argument("--metric", choices=metric.METRICS, default="verdict",
+                   help="what turns a revision bad: its verdict class (default), or its SIM cost estimate "
+                        "(aicore_us) rising by --threshold against --good's")
+    p.add_argument("--threshold", type=metric.threshold, default=0.10, metavar="PCT",
+                   help="with --metric aicore_us: the rise that is bad, e.g. 10%% (default)")
     cli.add_case_arguments(p)
     p.add_argument("--json", type=Path, metavar="FILE", help="write the result here as JSON ('-' for stdout)")
 
@@ -72,29 +78,46 @@ def _bisect(args: argparse.Namespace) -> int:
         raise _Abort(exit_codes.UNUSABLE, f"--good and --bad are the same commit ({good[:12]})")
     if not git.is_ancestor(top, good, bad):
         raise _Abort(exit_codes.UNUSABLE, f"--good {args.good} is not an ancestor of --bad {args.bad}")
+    perf = args.metric == "aicore_us"
+    if perf and args.mode != "sim":
+        raise _Abort(exit_codes.UNUSABLE, "--metric aicore_us needs --mode sim: the cost model's estimate "
+                                          "exists only in SIM")
     revisions = git.between(top, good, bad)
     options = cli.run_options(args)
     print(f"bisecting {args.op}: {len(revisions) - 1} commit(s) after {good[:10]} up to {bad[:10]} "
           f"({args.mode}{', graph verify' if options.graph_verify and args.mode == 'sim' else ''})", flush=True)
+    if perf:
+        print(f"bad: a case's AICore estimate {args.threshold:.0%} or more above --good's", flush=True)
     with git.worktree(top, good) as tree:
         prober = _Prober(tree, inside, args.op, options)
         first = prober.probe(good)
+        probe = prober.probe
+        if perf:
+            baseline = metric.estimates(first) if first.verdict_class != search.SKIP else {}
+            if not baseline:
+                raise _Abort(exit_codes.INFRA if first.exit_code == exit_codes.INFRA else exit_codes.UNUSABLE,
+                             f"--good {args.good} has no cost-model estimate to compare with: "
+                             f"{first.reason or first.summary}")
+            slower = metric.Slower(baseline, args.threshold)
+            first = slower.classify(first)
+            probe = lambda sha: slower.classify(prober.probe(sha))  # noqa: E731
         _print_step("good", first)
         _premise(first, "--good", args.good, search.ACCEPTABLE)
-        last = prober.probe(bad)
+        last = probe(bad)
         _print_step("bad", last)
-        _premise(last, "--bad", args.bad, search.DEFECT)
-        outcome = search.bisect(revisions, first, last, prober.probe,
+        _premise(last, "--bad", args.bad, search.DEFECT,
+                 f"{args.threshold:.0%} slower than --good" if perf else None)
+        outcome = search.bisect(revisions, first, last, probe,
                                 on_step=lambda step, left: _print_step(str(prober.steps), step))
     return _finish(args, top, outcome, [first, last])
 
 
-def _premise(step: search.Step, flag: str, rev: str, wanted: str) -> None:
+def _premise(step: search.Step, flag: str, rev: str, wanted: str, label: str | None = None) -> None:
     if step.verdict_class == wanted:
         return
     code = exit_codes.INFRA if step.exit_code == exit_codes.INFRA else exit_codes.UNUSABLE
     what = step.reason or step.summary
-    raise _Abort(code, f"{flag} {rev} is not {wanted} as the bisect needs: {what}")
+    raise _Abort(code, f"{flag} {rev} is not {label or wanted} as the bisect needs: {what}")
 
 
 class _Prober:
@@ -155,8 +178,10 @@ class _Prober:
 def _case(c: Any) -> dict[str, Any]:
     graph = (c.graph_verify or {}).get("metrics") or {}
     metrics = c.metrics or {}
+    cost = c.cost_model
     return {"verdict": c.verdict, "max_abs_diff": metrics.get("max_abs_diff"),
-            "graph_max_abs_diff": graph.get("max_abs_diff")}
+            "graph_max_abs_diff": graph.get("max_abs_diff"),
+            "aicore_us": cost.aicore_time_us if cost else None, "cycles": cost.total_cycles if cost else None}
 
 
 def _skip(sha: str, reason: str, code: int) -> search.Step:
@@ -170,7 +195,9 @@ def _print_step(tag: str, step: search.Step) -> None:
 
 def _finish(args: argparse.Namespace, top: Path, outcome: search.Outcome, premises: list[search.Step]) -> int:
     runs = sum(1 for s in outcome.steps if s.how == "run")
-    result: dict[str, Any] = {"operator": args.op, "mode": args.mode, "good": premises[0].sha,
+    result: dict[str, Any] = {"operator": args.op, "mode": args.mode, "metric": args.metric,
+                              "threshold": args.threshold if args.metric == "aicore_us" else None,
+                              "good": premises[0].sha,
                               "bad": premises[1].sha, "last_good": outcome.last_good.sha,
                               "premises": [_step_json(s) for s in premises],
                               "steps": [_step_json(s) for s in outcome.steps], "runs_in_search": runs}
@@ -185,14 +212,21 @@ def _finish(args: argparse.Namespace, top: Path, outcome: search.Outcome, premis
         return exit_codes.INFRA if infra else exit_codes.UNUSABLE
     bad = outcome.first_bad
     subject = git.subject(top, bad.sha)
-    changed = search.changed_cases(outcome.last_good, bad)
+    perf = args.metric == "aicore_us"
+    changed = (metric.changed_cases(premises[0], bad, args.threshold) if perf
+               else search.changed_cases(outcome.last_good, bad))
     touched = sorted(set(git.changed_files(top, bad.sha)) & set(bad.files))
     print(f"first bad commit: {bad.sha} {subject}")
     print(f"before ({outcome.last_good.sha[:10]}): {outcome.last_good.summary}")
     print(f"after  ({bad.sha[:10]}): {bad.summary}")
-    print("cases that changed:" if changed else "cases that changed: none by verdict")
-    for row in changed:
-        print(f"  {row['case']}: {_verdict(row['before'])} -> {_verdict(row['after'])}")
+    if perf:
+        print(f"cases {args.threshold:.0%} or more slower than --good ({premises[0].sha[:10]}):")
+        for row in changed:
+            print(f"  {row['case']}: {row['before_us']:.4g} -> {row['after_us']:.4g} AICore us ({row['rise']:+.0%})")
+    else:
+        print("cases that changed:" if changed else "cases that changed: none by verdict")
+        for row in changed:
+            print(f"  {row['case']}: {_verdict(row['before'])} -> {_verdict(row['after'])}")
     print("operator files the commit changed:" if touched else
           "operator files the commit changed: none (nothing its job reads: docs/bisect.md §3)")
     for name in touched:

@@ -85,7 +85,7 @@ def update_suite(name: str, body: SuiteUpdate, request: Request, caller: AdminCa
         parts = urlsplit(body.webhook_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise InvalidInput(f"webhook_url must be an http(s) URL, got {body.webhook_url!r}")
-    for field in ("flaky_window", "flaky_min_flips", "drift_growth", "drift_window"):
+    for field in ("flaky_window", "flaky_min_flips", "drift_growth", "drift_window", "perf_threshold"):
         if getattr(body, field) is not None:
             setattr(suite, field, getattr(body, field))
     if body.webhook_url is not None:

@@ -53,6 +53,7 @@ class SuiteRead(OrmModel):
     flaky_min_flips: int
     drift_growth: float = 10.0
     drift_window: int = 10
+    perf_threshold: float = 10.0
     webhook_configured: bool = False
     created_at: UtcDatetime
     latest_run: SuiteRunRead | None = None
@@ -69,6 +70,9 @@ class SuiteUpdate(BaseModel):
     drift_growth: float | None = Field(default=None, gt=1, le=1e6,
                                        description="an error this many times its median drifts (docs/ci.md)")
     drift_window: int | None = Field(default=None, ge=3, le=100, description="earlier runs the median is over")
+    perf_threshold: float | None = Field(default=None, gt=0, le=1000,
+                                         description="a SIM cost estimate this many percent over the previous "
+                                                     "run's is a performance regression (docs/ci.md)")
     webhook_url: str | None = Field(default=None, max_length=500, description="http(s) URL; '' to remove")
     webhook_secret: str | None = Field(default=None, max_length=200, description="signs payloads; '' to remove")
 

@@ -12,7 +12,7 @@ from runtime import verdicts
 from server.models import Suite, SuiteRun, SuiteRunResult
 from server.models.base import utcnow
 from server.models.suite_run import DONE, FINISHED, FROM_WORKER, REUSED
-from server.services import drift, flaky, suite_compare, webhooks
+from server.services import drift, flaky, perf, suite_compare, webhooks
 from server.services.suite_compare import Key
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,8 @@ def finish(session: Session, run: SuiteRun) -> None:
     run.previous_run_id = previous.id if previous else None
     run.compare = ({"previous_run_id": previous.id, **comparison.as_dict(limit=STORED_CHANGES)}
                    if previous and comparison else {})
-    run.totals = {**totals(session, run), **drift.summary(drift.find(session, run, suite))}
+    run.totals = {**totals(session, run), **drift.summary(drift.find(session, run, suite)),
+                  **perf.summary(*perf.find(session, run, suite, previous))}
     session.flush()
     log.info("suite_run.finished suite_run_id=%s cases=%s regressions=%s", run.id, run.totals.get("cases"),
              len(comparison.regressions) if comparison else 0)

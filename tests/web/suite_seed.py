@@ -1,8 +1,8 @@
 """Two nightly runs of one suite, made through the real services (tests only).
 
 Run 1 (main, aaa1111): alpha passes SIM, beta's second case fails, gone is there.
-Run 2 (main, bbb2222): alpha's first case crashes (a regression), beta is fixed, fresh is new, gone
-vanished; an NPU lab uploads alpha's NPU results (verified) and gamma's (no device: unverified).
+Run 2 (main, bbb2222): alpha's first case crashes (a regression), beta is fixed and its first case's
+SIM cost estimate is 30 % up (a performance regression), fresh is new, gone vanished; an NPU lab uploads alpha's NPU results (verified) and gamma's (no device: unverified).
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ WORKER = "ci-worker@web"
 
 
 def _run(session: Session, blobs: BlobStore, settings: Settings, commit: str,
-         ops: dict[str, dict[str, str]]) -> int:
+         ops: dict[str, dict[str, str]], slower: dict[str, float] | None = None) -> int:
     run, _ = suite_runs.open_run(session, "nightly", f"pipe-{commit}", {"branch": "main", "commit": commit,
                                  "pipeline": f"https://ci.example/pipelines/{commit}"}, ["sim"], False, "ci-bot")
     files = scale_add()
@@ -41,7 +41,11 @@ def _run(session: Session, blobs: BlobStore, settings: Settings, commit: str,
             session.flush()
             assert job_service.claim(session, job.id, WORKER, 1)
             session.refresh(job)
-            assert results.store(session, blobs, session.get(Job, job.id), 1, sim_report(files, name, verdicts=planted))
+            report = sim_report(files, name, verdicts=planted)
+            for case in report["cases"]:
+                if case["case"] == C1 and name in (slower or {}):
+                    case["cost_model"]["aicore_time_us"] *= (slower or {})[name]
+            assert results.store(session, blobs, session.get(Job, job.id), 1, report)
     suite_runs.close(session, run)
     return run.id
 
@@ -49,7 +53,8 @@ def _run(session: Session, blobs: BlobStore, settings: Settings, commit: str,
 def seed(session: Session, blobs: BlobStore, settings: Settings) -> dict[str, Any]:
     workers.heartbeat(session, WORKER, "web", ["sim"], {"versions": versions()}, None)
     first = _run(session, blobs, settings, "aaa1111", {"alpha": {}, "beta": {C2: "structural_error"}, "gone": {}})
-    second = _run(session, blobs, settings, "bbb2222", {"alpha": {C1: "crash"}, "beta": {}, "fresh": {}})
+    second = _run(session, blobs, settings, "bbb2222", {"alpha": {C1: "crash"}, "beta": {}, "fresh": {}},
+                  {"beta": 1.3})
     for op, env in (("alpha", {"device": "npu:3"}), ("gamma", {})):
         report = sim_report(scale_add(), op)
         report["mode"] = "npu"

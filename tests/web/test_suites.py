@@ -65,6 +65,8 @@ def test_the_run_page_shows_what_changed_and_every_result(site):
     assert "beta" in rows(main.find("table", id="fixes"))[0]
     assert {r.split()[0] for r in rows(main.find("table", id="new"))} == {"fresh", "alpha", "gamma"}  # NPU uploads too
     assert {r.split()[0] for r in rows(main.find("table", id="vanished"))} == {"gone"}
+    [slower] = rows(main.find("table", cls="perf"))  # beta's estimate 30 % up (server/services/perf.py)
+    assert "beta" in slower and "scale_add_32x64" in slower and "(+30%)" in slower
     results = rows(main.find("table", cls="results"))
     assert len(results) == 10  # 3 operators x 2 SIM cases + 2 operators x 2 NPU uploads
     npu = [r for r in results if " NPU " in f" {r} "]

@@ -22,7 +22,7 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /opt/crosscheck
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY runtime ./runtime
 COPY client ./client
 COPY jobqueue ./jobqueue
@@ -32,7 +32,10 @@ COPY web ./web
 COPY migrations ./migrations
 # Not editable: the sandboxed job uid must be able to read the installed packages (docs/platform.md §2).
 # job-tools: the test tools kernel test files import (pytest), so a job never fails for lack of them.
-RUN pip install ".[job-tools]" && mkdir -p /data /var/cache/crosscheck
+# constraints.txt: the lock, so the image holds the versions the tests passed with (docs/dependencies.md);
+# all but torch, whose lock names the CPU build of the test host (pyproject pins torch==2.13.0 for the image).
+RUN grep -v "^torch==" constraints.txt > /tmp/constraints.txt \
+    && pip install -c /tmp/constraints.txt ".[job-tools]" && mkdir -p /data /var/cache/crosscheck
 
 EXPOSE 8000
 CMD ["crosscheck", "up", "--host", "0.0.0.0", "--port", "8000", "--data-dir", "/data"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from server.commands import junit_out
+from client import junit_out
 from server.services import suite_compare
 
 ROW = {"operator": "scale_shift", "case": "level0", "mode": "sim", "verdict": "graph_fail", "duration_s": 1.0,

@@ -69,7 +69,8 @@ def test_npu_worker_gets_the_devices_and_cann(services: dict[str, Any]) -> None:
 
 def test_dockerfile_installs_the_project() -> None:
     text = (REPO / "Dockerfile").read_text()
-    assert "pip install ." in text
+    assert 'pip install -c /tmp/constraints.txt ".[job-tools]"' in text  # locked, with the test tools jobs import
+    assert "constraints.txt" in text.split("RUN pip install")[0]  # copied in before the install
     assert "FROM python:3.11" in text and "AS npu" in text
 
 

@@ -41,10 +41,11 @@ def label(verdict: str | None) -> str:
 
 
 def verdict_class(verdict: str | None, mode: str, stage: str = "") -> str | None:
-    """The class of one case's verdict for its mode; None while it has none."""
+    """The class of one case's verdict for its mode; None while it has none, and for a case with no
+    kernel to judge (exit_codes.NO_KERNEL: it counts for nothing)."""
     if not verdict:
         return None
-    return CLASS_BY_CODE[exit_codes.of_case(verdict, mode, stage)]
+    return CLASS_BY_CODE.get(exit_codes.of_case(verdict, mode, stage))
 
 
 def cases_class(cases: Iterable[Any], mode: str) -> str | None:

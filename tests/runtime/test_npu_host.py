@@ -147,7 +147,7 @@ def test_scripts_get_their_card_in_tile_fwk_device_id(tmp_path: Path) -> None:
     script.write_text("import os, torch\nprint('card', os.environ['TILE_FWK_DEVICE_ID'], torch.npu.current_device())\n")
     out = tmp_path / "report.json"
     done = crosscheck_run(str(script), "--mode", "npu", "--json", str(out), env=double_env(TASK_DEVICE="6"))
-    assert done.returncode == 1, done.stderr  # no kernel ran: not a pass
+    assert done.returncode == 2, done.stderr  # no kernel ran: nothing judged, never a pass (docs/realops.md §9)
     case = json.loads(out.read_text())["cases"][0]
     assert "card 6 6" in case["logs"]["stdout"]
     assert case["verdict"] == "not_run"

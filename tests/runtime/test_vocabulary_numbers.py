@@ -64,3 +64,9 @@ def test_the_headline_names_the_explaining_rule_never_noise() -> None:
     assert vocabulary.headline(row) == ("kernel defect: graph fail · graph verify max |diff| 4 / atol 1.00e-5 · "
                                         "diagnosis graph-verify-mismatch")
     assert "noise" not in vocabulary.headline(dict(row, diagnosis_rules="noise-graph-verify-index"))
+
+
+def test_a_case_with_no_kernel_has_no_class() -> None:
+    # a script case that ran cleanly and launched no kernel counts for nothing (runtime.exit_codes.NO_KERNEL)
+    assert vocabulary.verdict_class("not_run", "sim", "no_kernel") is None
+    assert vocabulary.verdict_class("not_run", "sim", "sim") is not None

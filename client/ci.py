@@ -91,9 +91,15 @@ def token_of(explicit: str | None) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    return with_exit_codes(_run, args)
+
+
+def with_exit_codes(work: Any, args: argparse.Namespace) -> int:
+    """Run a client command's `work(args, err)`; unusable input and an unreachable server become one line
+    on stderr and exit 2 or 3 (`crosscheck ci run` and `crosscheck upload`)."""
     err = Console(stderr=True)
     try:
-        return _run(args, err)
+        return int(work(args, err))
     except (Unusable, Refused) as exc:
         err.print(f"[bold red]error:[/] {escape(str(exc))}")
         return EXIT_UNUSABLE

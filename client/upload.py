@@ -16,16 +16,8 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from client.api_client import Api, Refused, Unreachable
-from client.ci import (
-    DEFAULT_SERVER,
-    EXIT_INFRA,
-    EXIT_OK,
-    EXIT_UNUSABLE,
-    Unusable,
-    labels_of,
-    token_of,
-)
+from client.api_client import Api
+from client.ci import DEFAULT_SERVER, EXIT_OK, Unusable, labels_of, token_of, with_exit_codes
 
 MAX_FILE_BYTES = 256 * 1024 * 1024  # the server has its own, usually smaller, limit
 
@@ -50,15 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    err = Console(stderr=True)
-    try:
-        return _run(args, err)
-    except (Unusable, Refused) as exc:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}")
-        return EXIT_UNUSABLE
-    except Unreachable as exc:
-        err.print(f"[bold red]error:[/] infrastructure: {escape(str(exc))}")
-        return EXIT_INFRA
+    return with_exit_codes(_run, args)
 
 
 def _read(path: Path) -> bytes:

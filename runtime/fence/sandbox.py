@@ -14,19 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from runtime.fence import jobview
+from runtime.fence.jobview import (  # the mount flags, defined once (runtime.fence.jobview)
+    CLONE_NEWNS, MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_RDONLY, MS_REC)
 
-CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
-MS_RDONLY = 0x1
-MS_NOSUID = 0x2
-MS_NODEV = 0x4
-MS_NOEXEC = 0x8
-MS_BIND = 0x1000
-MS_REC = 0x4000
-MS_PRIVATE = 0x40000
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_PDEATHSIG = 1
 
@@ -77,15 +71,7 @@ class Isolation:
                 "narrowed": self.narrowed, "hidden": self.hidden, "notes": self.notes}
 
 
-def _check(ret: int, what: str) -> None:
-    if ret != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
-
-
-def _mount(src: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    _check(_libc.mount(src.encode() if src else None, target.encode(), fstype.encode() if fstype else None,
-                       ctypes.c_ulong(flags), data.encode() if data else None), f"mount {target}")
+_mount = jobview.mount
 
 
 def job_uid(leader_pid: int) -> int:

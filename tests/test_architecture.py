@@ -22,3 +22,19 @@ def test_importing_the_app_builds_nothing(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     assert list(tmp_path.iterdir()) == []  # no crosscheck-data/ with a database or broker in it
+
+
+PACKAGES = ("runtime", "client", "jobqueue", "worker", "server", "web", "migrations")
+MAX_MODULE_LINES = 450  # a module past this is split (docs/architecture.md)
+MAX_RUNTIME_TOP_MODULES = 12  # the rest of the runtime lives in its rooms by stage
+
+
+def test_no_module_outgrows_its_room():
+    long = {str(p.relative_to(REPO)): n for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}
+
+
+def test_the_runtime_keeps_its_modules_in_rooms():
+    top = sorted(p.name for p in (REPO / "runtime").glob("*.py"))
+    assert len(top) <= MAX_RUNTIME_TOP_MODULES, top

@@ -17,15 +17,16 @@ from typing import Any
 
 
 def culprits(checkout: Path, previous_commit: str | None, commit: str | None, regressed: dict[str, str],
-             budget_s: float) -> tuple[dict[str, str], list[str]]:
-    """(operator -> "sha subject", notes). `regressed` maps an operator to its metric (verdict | aicore_us)."""
+             budget_s: float) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """(operator -> {commit, subject, metric}, notes). `regressed` maps an operator to its metric
+    (verdict | aicore_us)."""
     if not regressed:
         return {}, []
     if not previous_commit or not commit:
         return {}, ["bisect not run: this run or the previous one has no commit label (--label commit=SHA)"]
     if previous_commit == commit:
         return {}, ["bisect not run: the previous run has the same commit"]
-    found: dict[str, str] = {}
+    found: dict[str, dict[str, str]] = {}
     notes: list[str] = []
     deadline = time.monotonic() + budget_s
     for op, metric in sorted(regressed.items()):
@@ -44,7 +45,7 @@ def culprits(checkout: Path, previous_commit: str | None, commit: str | None, re
                 continue
             data = json.loads(out.read_text()) if out.is_file() else {}
         if proc.returncode == 0 and data.get("first_bad_commit"):
-            found[op] = f"{data['first_bad_commit']} {data.get('subject', '')}".strip()
+            found[op] = {"commit": data["first_bad_commit"], "subject": data.get("subject") or "", "metric": metric}
         else:
             why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
             notes.append(f"bisect of {op} found no culprit: {why}")
@@ -68,7 +69,22 @@ def attach(api: Any, args: Any, final: dict[str, Any], cmp: dict[str, Any],
     found, notes = culprits(args.checkout, previous, final.get("commit"), regressed, args.bisect_budget * 60)
     cases = {(ch["operator"], ch["case"], ch["mode"]) for ch in cmp.get("regressions", [])}
     cases |= {(p["operator"], p["case"], p["mode"]) for p in totals.get("perf_regressions") or []}
+    named = {op: f"{c['commit']} {c['subject']}".strip() for op, c in found.items()}
     for r in results:
-        if r["operator"] in found and (r["operator"], r["case"], r["mode"]) in cases:
-            r["culprit"] = found[r["operator"]]
-    return [f"culprit of {op}: {found[op]}" for op in sorted(found)] + notes
+        if r["operator"] in named and (r["operator"], r["case"], r["mode"]) in cases:
+            r["culprit"] = named[r["operator"]]
+    if found:
+        notes.append(send(api, final["id"], found))
+    return [f"culprit of {op}: {named[op]}" for op in sorted(named)] + notes
+
+
+def send(api: Any, run_id: int, found: dict[str, dict[str, str]]) -> str:
+    """Attach the culprits to the suite run (its page and webhook name them); a refusal is said, not fatal."""
+    from client.api_client import Refused, Unreachable
+
+    items = [{"operator": op, **c} for op, c in sorted(found.items())]
+    try:
+        api.json("POST", f"/suite-runs/{run_id}/culprits", json={"items": items})
+    except (Refused, Unreachable) as exc:
+        return f"culprits not attached to suite run {run_id}: {exc}"
+    return f"culprits attached to suite run {run_id}"

@@ -17,7 +17,7 @@ from runtime.cli import cli_help
 COMMANDS = (
     ("run", "runtime.cli.cli"),
     ("calculator", "runtime.cli.cli"),
-    ("bisect", "runtime.cli.bisect"),
+    ("bisect", "client.bisect_server"),  # the runtime's bisect, plus --suite-run (docs/bisect.md §6)
     ("up", "server.commands.up"),
     ("api", "server.commands.api"),
     ("worker", "server.commands.worker"),

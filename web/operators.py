@@ -12,7 +12,7 @@ from server.models.base import utcnow
 from server.models.job import AWAITING_NPU, QUEUED, RUNNING
 from server.services import commit_history, history, queries
 from server.services.combined import FLAGGED
-from web import case_charts, charts, diff_chart
+from web import case_charts, charts, diff_chart, drift_chart
 from web.deps import Reader, render
 from web.errors import HtmlRoute
 from web.overview import operator_row
@@ -56,5 +56,5 @@ def operator_page(request: Request, name: str, session: SessionDep, caller: Read
                   diff_chart=diff_chart.build(runs, failed), graph_failed=failed,
                   time_chart=charts.linear_trend(runs, "aicore_time_us", "AICore time", "cost", "µs"),
                   util_chart=charts.linear_trend(runs, "utilization", "utilisation", "util", "%", scale=100),
-                  jobs=jobs,
+                  jobs=jobs, drifting=drift_chart.for_operator(session, operator.name),
                   commits=commit_history.by_commit(session, operator.id))

@@ -14,7 +14,7 @@ from server.api.deps import SessionDep
 from server.errors import InvalidInput
 from server.models.base import utcnow
 from server.models.suite_run import FINISHED
-from server.services import suite_finish, suite_queries, suite_runs
+from server.services import culprits, suite_finish, suite_queries, suite_runs
 from web.deps import Reader, render
 from web.errors import HtmlRoute
 
@@ -65,6 +65,7 @@ def suite_run_page(request: Request, run_id: int, session: SessionDep, caller: R
                   cmp=comparison.as_dict(limit=CHANGES_SHOWN), progress=suite_runs.progress(session, run.id),
                   deliveries=suite_queries.deliveries(session, run.id), params=params, verdicts=verdicts.VERDICTS,
                   recent=_recent(session, run), latest=suite_queries.latest_attempts(session, run),
+                  culprits=culprits.by_operator(session, run.id),
                   csv_url=f"/api/v1/suite-runs/{run.id}/results.csv?{_query(params)}",
                   next_url=f"/suite-runs/{run.id}?{_query(params, cursor=next_cursor)}#results" if next_cursor else None,
                   filtered=any(params.values()))

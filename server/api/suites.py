@@ -26,6 +26,9 @@ from server.schemas.submission import JobBrief
 from server.schemas.suite import (
     ChangeRead,
     ComparisonRead,
+    CulpritList,
+    CulpritRead,
+    CulpritsCreate,
     OperatorAccepted,
     SuiteList,
     SuiteRead,
@@ -38,7 +41,7 @@ from server.schemas.suite import (
     WebhookDeliveryList,
     WebhookDeliveryRead,
 )
-from server.services import ownership, suite_queries, suite_runs, suite_submit
+from server.services import culprits, ownership, suite_queries, suite_runs, suite_submit
 
 suites = APIRouter(prefix="/suites", tags=["suite runs"])
 runs = APIRouter(prefix="/suite-runs", tags=["suite runs"])
@@ -52,7 +55,8 @@ def run_url(request: Request, settings: Settings, run_id: int) -> str:
 
 def run_read(request: Request, settings: Settings, session: Session, run: SuiteRun) -> SuiteRunRead:
     return SuiteRunRead.model_validate(run).model_copy(update={
-        "progress": suite_runs.progress(session, run.id), "url": run_url(request, settings, run.id)})
+        "progress": suite_runs.progress(session, run.id), "url": run_url(request, settings, run.id),
+        "culprits": [CulpritRead.model_validate(c) for c in culprits.listing(session, run.id)]})
 
 
 @suites.get("", response_model=SuiteList, summary="Suites with their latest run")
@@ -162,6 +166,24 @@ def close_run(run_id: int, request: Request, caller: SubmitCaller, session: Sess
     ownership.check_run(run, caller.name, caller.allows("admin"))
     run = suite_runs.close(session, run)
     return run_read(request, settings, session, run)
+
+
+@runs.post("/{run_id}/culprits", response_model=CulpritList, summary="Name the commit behind regressed operators",
+           responses={**NOT_FOUND, 403: {"model": ErrorRead}, 422: {"model": ErrorRead}})
+def attach_culprits(run_id: int, body: CulpritsCreate, caller: SubmitCaller, session: SessionDep) -> CulpritList:
+    """What a bisect found (`ci run --bisect`, `crosscheck bisect --suite-run`): one culprit per operator;
+    the same again changes nothing, another commit replaces it. Answers every culprit of the run."""
+    run = suite_runs.get_run(session, run_id)
+    ownership.check_run(run, caller.name, caller.allows("admin"))
+    rows = culprits.attach(session, run, body.items, caller.name)
+    return CulpritList(items=[CulpritRead.model_validate(c) for c in rows])
+
+
+@runs.get("/{run_id}/culprits", response_model=CulpritList, summary="The commits bisects named for the run",
+          responses=NOT_FOUND)
+def read_culprits(run_id: int, caller: ReadCaller, session: SessionDep) -> CulpritList:
+    suite_runs.get_run(session, run_id)
+    return CulpritList(items=[CulpritRead.model_validate(c) for c in culprits.listing(session, run_id)])
 
 
 @runs.get("/{run_id}/results", response_model=SuiteRunResultList, summary="A run's results with provenance",

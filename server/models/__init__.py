@@ -3,6 +3,7 @@ from server.models.audit import AuditEvent
 from server.models.base import Base
 from server.models.case_day import CaseDay
 from server.models.case_result import CaseResult
+from server.models.culprit import SuiteRunCulprit
 from server.models.history_span import HistorySpan
 from server.models.job import Job
 from server.models.operator import CaseState, Operator
@@ -14,4 +15,4 @@ from server.models.webhook import WebhookDelivery
 from server.models.worker import Worker
 
 __all__ = ["ApiToken", "AuditEvent", "Base", "CaseDay", "CaseResult", "CaseState", "HistorySpan", "Job", "Operator", "Submission", "Suite", "SuiteRun",
-           "SuiteRunResult", "WebhookDelivery", "Worker"]
+           "SuiteRunCulprit", "SuiteRunResult", "WebhookDelivery", "Worker"]

@@ -1,7 +1,7 @@
 """Suites, suite runs, their results and comparisons, webhook deliveries."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -17,6 +17,32 @@ class SuiteRunCreate(BaseModel):
     labels: dict[str, str] = Field(default_factory=dict, description="commit, branch, pipeline (a URL), ...")
     modes: list[Mode] = Field(default_factory=lambda: list[Mode](["sim"]))
     reuse: bool = Field(default=True, description="link unchanged results instead of running them again")
+
+
+class CulpritIn(BaseModel):
+    """The commit a bisect named for one regressed operator of the run (docs/ci.md)."""
+    operator: str = Field(..., min_length=1, max_length=200)
+    commit: str = Field(..., min_length=7, max_length=64, description="the first bad commit's full sha")
+    subject: str = Field(default="", max_length=300, description="its subject line")
+    metric: Literal["verdict", "aicore_us"] = Field(
+        default="verdict", description="what turned it bad: the verdict, or the SIM cost estimate")
+
+
+class CulpritsCreate(BaseModel):
+    items: list[CulpritIn] = Field(..., min_length=1, max_length=500)
+
+
+class CulpritRead(OrmModel):
+    operator: str
+    commit: str
+    subject: str
+    metric: str
+    created_by: str
+    created_at: UtcDatetime
+
+
+class CulpritList(BaseModel):
+    items: list[CulpritRead]
 
 
 class SuiteRunRead(OrmModel):
@@ -40,6 +66,7 @@ class SuiteRunRead(OrmModel):
     compare: dict[str, Any]
     progress: dict[str, int] = Field(default_factory=dict)
     url: str = ""
+    culprits: list[CulpritRead] = Field(default_factory=list)
 
 
 class SuiteRunList(BaseModel):

@@ -145,3 +145,31 @@ def summary(drifts: list[Drift]) -> dict[str, Any]:
     for d in drifts:
         seen.setdefault((d.operator, d.case, d.mode), d)
     return {"drift": len(seen), "drifting": [asdict(d) for d in list(seen.values())[:LISTED]]}
+
+
+def drifting_of(session: Session, operator: str) -> list[tuple[SuiteRun, dict[str, Any]]]:
+    """The operator's drifting cases in each suite's latest finished run: (that run, its drift entry)."""
+    out = []
+    for suite_id in session.scalars(select(Suite.id).order_by(Suite.name)):
+        run = session.scalar(select(SuiteRun).where(SuiteRun.suite_id == suite_id, SuiteRun.status == FINISHED)
+                             .order_by(SuiteRun.id.desc()).limit(1))
+        for d in ((run.totals or {}).get("drifting") or []) if run else []:
+            if d.get("operator") == operator and d.get("metric") == "max_abs_diff":
+                out.append((run, d))
+    return out
+
+
+def trend(session: Session, run: SuiteRun, key: tuple[str, str, str], runs: int) -> list[dict[str, Any]]:
+    """One case's max |diff| and its allowance (atol + rtol * max |golden|) over the suite's last `runs`
+    finished runs on the run's branch, up to `run`, oldest first."""
+    branch = SuiteRun.branch.is_(None) if run.branch is None else SuiteRun.branch == run.branch
+    rows = session.execute(select(SuiteRun.id, SuiteRun.commit).where(
+        SuiteRun.suite_id == run.suite_id, branch, SuiteRun.id <= run.id, SuiteRun.status == FINISHED)
+        .order_by(SuiteRun.id.desc()).limit(runs)).all()
+    points = _points(session, [r.id for r in rows])
+    out = []
+    for rid, commit in reversed(rows):
+        p = points.get(rid, {}).get(key)
+        if p is not None:
+            out.append({"run_id": rid, "commit": commit, "value": p.max_abs_diff, "allowance": p.allowance})
+    return out

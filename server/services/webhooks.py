@@ -27,46 +27,66 @@ from server.models.webhook import DELIVERED, FAILED, PENDING
 log = logging.getLogger(__name__)
 
 EVENT_REGRESSIONS = "suite_run.regressions"
+EVENT_CULPRITS = "suite_run.culprits"  # a follow-up: the commits a bisect named for the regressed operators
 PAYLOAD_CHANGES = 200  # regressions listed in one payload; `counts` has the full number
 LEASE_S = 120.0  # a claimed delivery is not claimed again for this long
 LOG_ERROR_CHARS = 500
 USER_AGENT = "PTO-Crosscheck-Webhook/1"
 
 
+def _run_part(run: SuiteRun) -> dict[str, Any]:
+    return {"id": run.id, "run_key": run.run_key, "labels": run.labels, "branch": run.branch,
+            "commit": run.commit, "pipeline_url": run.pipeline_url, "url": f"/suite-runs/{run.id}"}
+
+
 def payload_for(suite: Suite, run: SuiteRun, comparison: Any) -> dict[str, Any]:
     """The JSON sent; the page URL is a path here and made absolute with PUBLIC_URL when sent."""
     data = comparison.as_dict(limit=PAYLOAD_CHANGES)
     return {
-        "event": EVENT_REGRESSIONS, "suite": suite.name,
-        "suite_run": {"id": run.id, "run_key": run.run_key, "labels": run.labels, "branch": run.branch,
-                      "commit": run.commit, "pipeline_url": run.pipeline_url,
-                      "url": f"/suite-runs/{run.id}"},
+        "event": EVENT_REGRESSIONS, "suite": suite.name, "suite_run": _run_part(run),
         "previous_run_id": run.previous_run_id, "counts": data["counts"],
         "regressions": data["regressions"], "new_flags": data["new_flags"],
     }
 
 
-def _digest(payload: dict[str, Any]) -> str:
-    substance = {"suite_run": payload["suite_run"]["id"], "regressions": payload["regressions"]}
+def _digest(payload: dict[str, Any], news: str) -> str:
+    substance = {"suite_run": payload["suite_run"]["id"], news: payload[news]}
     return hashlib.sha256(json.dumps(substance, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def enqueue_regressions(session: Session, suite: Suite, run: SuiteRun, comparison: Any) -> WebhookDelivery | None:
-    """A delivery for this run's regressions, unless the same news was already queued."""
+def _enqueue(session: Session, suite: Suite, run: SuiteRun, payload: dict[str, Any], news: str
+             ) -> WebhookDelivery | None:
+    """A delivery of this payload, unless the same news (payload[news]) was already queued for the run."""
     if not suite.webhook_url:
         return None
-    payload = payload_for(suite, run, comparison)
-    digest = _digest(payload)
+    digest = _digest(payload, news)
     if session.scalar(select(WebhookDelivery.id).where(WebhookDelivery.suite_run_id == run.id,
                                                        WebhookDelivery.digest == digest)):
         return None
-    delivery = WebhookDelivery(suite_run_id=run.id, event=EVENT_REGRESSIONS, url=suite.webhook_url,
+    delivery = WebhookDelivery(suite_run_id=run.id, event=payload["event"], url=suite.webhook_url,
                                payload=payload, digest=digest, status=PENDING, attempts=0, next_attempt_at=utcnow(),
                                log=[])
     session.add(delivery)
     session.flush()
-    log.info("webhook.queued delivery_id=%s suite_run_id=%s", delivery.id, run.id)
+    log.info("webhook.queued delivery_id=%s suite_run_id=%s event=%s", delivery.id, run.id, payload["event"])
     return delivery
+
+
+def enqueue_regressions(session: Session, suite: Suite, run: SuiteRun, comparison: Any) -> WebhookDelivery | None:
+    """A delivery for this run's regressions, unless the same news was already queued."""
+    return _enqueue(session, suite, run, payload_for(suite, run, comparison), "regressions")
+
+
+def enqueue_culprits(session: Session, suite: Suite, run: SuiteRun, culprits: list[dict[str, str]]
+                     ) -> WebhookDelivery | None:
+    """A follow-up naming each regressed operator's culprit commit, with the regressions it explains."""
+    ops = {c["operator"] for c in culprits}
+    regressions = [c for c in (run.compare or {}).get("regressions", []) if c.get("operator") in ops]
+    slower = [p for p in (run.totals or {}).get("perf_regressions", []) if p.get("operator") in ops]
+    payload = {"event": EVENT_CULPRITS, "suite": suite.name, "suite_run": _run_part(run),
+               "previous_run_id": run.previous_run_id, "culprits": culprits, "regressions": regressions,
+               "perf_regressions": slower}
+    return _enqueue(session, suite, run, payload, "culprits")
 
 
 def backoff_s(settings: Settings, attempts: int) -> float:

@@ -9,6 +9,7 @@ import pytest
 API = "/api/v1"
 SUBMISSION = {"json": {"files": {"kernel.py": "import pypto\n"}}}
 RESULT = {"data": {"attempt": "1", "report": json.dumps({"schema_version": 1, "cases": []})}}
+CULPRIT = {"json": {"items": [{"operator": "scale_add", "commit": "a" * 40}]}}
 BEAT = {"json": {"name": "w", "host": "h", "queues": ["sim"]}}
 
 # (method, path, scope needed, request kwargs). None = no token needed.
@@ -49,6 +50,8 @@ ENDPOINTS = [
     ("GET", "/suite-runs/{run_id}/compare", "read", {}),
     ("GET", "/suite-runs/{run_id}/compare/{other_id}", "read", {}),
     ("GET", "/suite-runs/{run_id}/webhooks", "read", {}),
+    ("POST", "/suite-runs/{run_id}/culprits", "submit", CULPRIT),
+    ("GET", "/suite-runs/{run_id}/culprits", "read", {}),
     ("POST", "/ingest/report", "submit", {"params": {"suite": "s", "run_key": "k"}, "content": b"{}"}),
     ("POST", "/ingest/junit", "submit", {"params": {"suite": "s", "run_key": "k"},
                                          "files": {"junit": ("j.xml", b"<testsuites/>")}}),
@@ -118,6 +121,7 @@ TENANT_ACTIONS = [
     ("GET", "/submissions/{submission_id}/bundle", {}),
     ("POST", "/suite-runs/{run_id}/submissions", "package"),
     ("POST", "/suite-runs/{run_id}/close", {}),
+    ("POST", "/suite-runs/{run_id}/culprits", CULPRIT),
 ]
 
 

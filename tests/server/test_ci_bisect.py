@@ -1,8 +1,10 @@
 """`crosscheck ci run --bisect` (client/ci_bisect.py): a regressed operator is bisected on this host between
 the previous run's commit label and this run's, with real git and real pypto; the culprit is named in the
-summary and on the regressed JUnit testcase. Real processes, a live server."""
+summary and on the regressed JUnit testcase, and attached to the suite run on the server. Real processes,
+a live server."""
 from __future__ import annotations
 
+import httpx2 as httpx
 import pytest
 
 from tests.runtime.bisect_history import WRONG, git
@@ -39,6 +41,11 @@ def test_the_regressed_operator_is_bisected_to_its_commit(live, tmp_path, calcul
     props = {p.get("name"): p.get("value") for p in cases[f"epsilon {C1} [sim]"].iter("property")}
     assert props["culprit"] == f"{bad} epsilon: a faster scale"
     assert "culprit" not in {p.get("name") for p in cases[f"epsilon {C2} [sim]"].iter("property")}
+    assert "culprits attached to suite run" in second.stdout, second.stdout
+    read = {"Authorization": f"Bearer {live['tokens']['read']}"}
+    (run,) = httpx.get(live["url"] + "/api/v1/suite-runs", params={"commit": bad}, headers=read).json()["items"]
+    assert [(c["operator"], c["commit"], c["subject"], c["metric"]) for c in run["culprits"]] == \
+        [("epsilon", bad, "epsilon: a faster scale", "verdict")]
 
 
 def test_without_commit_labels_the_bisect_says_why(live, tmp_path):

@@ -97,3 +97,26 @@ def test_npu_drift_reads_the_npu_s_own_diff(ci: SuiteDriver):
     assert run["totals"]["by_mode"] == {"npu": {"pass": 2}}
     assert {(d["case"], d["mode"], d["metric"]) for d in run["totals"]["drifting"]} == {
         (C1, "npu", "max_abs_diff"), (C2, "npu", "max_abs_diff")}
+
+
+def test_the_operator_page_draws_a_drifting_case_against_its_tolerance(ci: SuiteDriver):
+    import re
+
+    for diff in (1e-6, 2e-6, 1e-6, 4e-6):
+        nightly(ci, diff)
+    calm = ci.client.get("/operators/alpha", headers=ci.hdr["read"]).text
+    assert 'id="drift"' not in calm  # nothing drifts yet: no section
+    run = nightly(ci, 1.6e-5)
+    page = ci.client.get("/operators/alpha", headers=ci.hdr["read"])
+    assert page.status_code == 200
+    section = page.text.split('<section aria-labelledby="h-drift" id="drift">')[1].split("</section>")[0]
+    assert f'data-case="{C1}"' in section and C2 not in section and "11x its median" in section
+    assert f'href="/suite-runs/{run["id"]}#drift"' in section
+    svg = section.split("<svg")[1].split("</svg>")[0]
+    titles = re.findall(r"<circle [^>]*cy=\"([\d.]+)\"[^>]*><title>([^<]*)</title>", svg)
+    assert len(titles) == 5 and "max |diff| 1.6e-05" in titles[-1][1]  # the five runs, oldest first
+    tol = float(re.search(r'<g class="tolerance">\s*<line [^>]*y1="([\d.]+)"', svg).group(1))
+    ys = [float(y) for y, _ in titles]
+    assert all(y > tol for y in ys)  # every point under the tolerance line (SVG y grows downwards)
+    assert ys[-1] < min(ys[:-1])  # the last run is the highest
+    assert "tolerance" in svg and "1e-" in svg  # a log axis in decades

@@ -89,7 +89,13 @@ def test_the_same_report_case_by_case_with_and_without_the_daemon(cache):
     assert by_case(plain) == by_case(first) == by_case(second)
     def fence(r: dict) -> dict:  # each job gets a uid of its own
         return {k: v for k, v in r["environment"]["sandbox"].items() if k != "uid"}
-    assert fence(plain) == fence(second) and fence(plain)
+
+    def steady(r: dict) -> dict:
+        # The writable scan is the host at the warm parent's start (docs/SECURITY.md); the hostile tests
+        # on the other xdist worker make and remove their own world-writable places meanwhile.
+        return {k: [p for p in v if "crosscheck-hostile-" not in p] if k in ("covered", "private_dirs") else v
+                for k, v in fence(r).items()}
+    assert steady(plain) == steady(second) and steady(plain)["private_dirs"]
     assert {v[0] for v in by_case(second).values()} == {"sim_garbage_graph_ok"}
 
 

@@ -11,6 +11,7 @@ import multiprocessing
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,14 +23,17 @@ from worker.npu_run import device_failure, run_on_cards
 HOLD_S = 0.05
 
 
-def _hold_cards(state: str, log: str, n: int) -> None:
-    """In a separate process: take a card n times, logging enter/leave with the card id."""
+def _hold_cards(state: str, log: str, n: int, together: Any = None) -> None:
+    """In a separate process: take a card n times, logging enter/leave with the card id. With a barrier,
+    the first card is held until as many holders as the barrier's parties hold one at once."""
     pool = CardPool([0, 1, 2], Path(state))
-    for _ in range(n):
+    for i in range(n):
         with pool.card(job_id=os.getpid()) as card:
             with open(log, "a") as f:
                 f.write(f"+{card}\n")
                 f.flush()
+            if together is not None and i == 0:
+                together.wait(timeout=120)  # three cards held at once, however slowly the processes start
             time.sleep(HOLD_S)
             with open(log, "a") as f:
                 f.write(f"-{card}\n")
@@ -40,7 +44,8 @@ def test_one_job_per_card_across_processes(tmp_path: Path) -> None:
     """Six processes contend for three cards: a card is never held twice, and all three get used."""
     log = tmp_path / "log"
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_hold_cards, args=(str(tmp_path / "state"), str(log), 4)) for _ in range(6)]
+    together = ctx.Barrier(3)
+    procs = [ctx.Process(target=_hold_cards, args=(str(tmp_path / "state"), str(log), 4, together)) for _ in range(6)]
     for p in procs:
         p.start()
     for p in procs:

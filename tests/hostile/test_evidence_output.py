@@ -14,7 +14,7 @@ from tests.conftest import REPO
 from tests.hostile.evidence_kit import NORMAL, package, run
 
 pytestmark = pytest.mark.slow
-STDOUT_MIB = 1024
+STDOUT_MIB = 512  # more than the 400 MiB the runner may reach: reading it whole would show
 END_MARK = "END-OF-FLOOD"
 
 # `crosscheck run` in a process of its own, so that its peak memory is its own: VmHWM counts this
@@ -45,7 +45,7 @@ def _python(code: str, *args: str) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-def test_a_gigabyte_of_stdout_stays_on_disk(tmp_path):
+def test_half_a_gigabyte_of_stdout_stays_on_disk(tmp_path):
     body = f'''
 import sys
 line = "x" * ((1 << 20) - 1) + "\\n"

@@ -5,6 +5,7 @@ ones instrumented. The run mode is forced here whatever the file bound at import
 """
 from __future__ import annotations
 
+import math
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -164,7 +165,7 @@ def _patch_jit(rec: Recorder) -> None:
             record = LaunchRecord(name, tensors, written, duration, _last_output_dir(), error,
                                   [storage_id(t) for t in tensors], [w.before for w in watches], hashes)
             rec.launches.append(record)
-            flow.launched([t for t, wrote in zip(tensors, written) if wrote])
+            flow.launched([t for t, wrote in zip(tensors, written) if wrote], len(rec.launches) - 1)
             rec.in_kernel = None
             rec.events.emit("launch", kernel=name, output_written=written,
                             arg_shapes=[list(t.shape) for t in tensors], duration_s=round(duration, 4),
@@ -210,6 +211,25 @@ def _record_assert(rec: Recorder, api: str, actual: Any, desired: Any, rtol: flo
         entry["graph"] = _graph_source(rec, actual, desired, float(rtol), float(atol))
     rec.asserts.append(entry)
     rec.events.emit("assert", **entry)
+
+
+def scalar_compares(rec: Recorder) -> flow.Hook:
+    """What records an `assert` deciding compare of a float read from a launch's output (runtime.evidence.flow)."""
+
+    def record(value: flow.KernelFloat, op: str, bound: float, held: bool, where: str) -> None:
+        launch = rec.launches[value.launch] if 0 <= value.launch < len(rec.launches) else None
+        number = float(value)
+        m = {"kind": "scalar_compare", "value": number if math.isfinite(number) else str(number), "op": op,
+             "bound": bound, "held": held, "where": where[-300:]}
+        entry: dict[str, Any] = {"api": "assert (compare of a float read from a kernel output)",
+                                 "index": len(rec.asserts), "metrics": m, "launches_before": len(rec.launches)}
+        if launch is not None:
+            entry["graph"] = {"on_graph_result": rec.graph_on, "launch": value.launch, "kernel": launch.kernel,
+                              "scalar": True}
+        rec.asserts.append(entry)
+        rec.events.emit("assert", **entry)
+
+    return record
 
 
 def _graph_source(rec: Recorder, actual: Any, desired: Any, rtol: float, atol: float) -> dict[str, Any]:

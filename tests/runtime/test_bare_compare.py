@@ -1,5 +1,6 @@
 """A bare `assert max_diff < tol` on a float read from a kernel's output (`.abs().max().item()`), as pypto's
-activation/attention/loop examples check: graph evidence in the emulated NPU branch (docs/realops.md §9).
+activation/loop/layer_norm examples check: graph evidence in the emulated NPU branch (docs/realops.md §9).
+Also an `assert_allclose` on an output whose values equal its input's (transform_ops.py's cast of [2., 3.]).
 Our own scripts, in that style."""
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ SCRIPT = '''
 import argparse
 import os
 
+import numpy as np
 import pypto
 import torch
+from numpy.testing import assert_allclose
 
 MODE = pypto.RunMode.NPU if "--run_mode" in os.sys.argv and \\
     os.sys.argv[os.sys.argv.index("--run_mode") + 1] == "npu" else pypto.RunMode.SIM
@@ -53,7 +56,16 @@ def case_golden_only(device):
         assert (again - expected).abs().max().item() < 1e-2, "golden mismatch"
 
 
-CASES = {{"ops::case_double": case_double, "ops::case_golden_only": case_golden_only}}
+def case_same_values(device):
+    x = torch.zeros(16, 32, device=device)
+    out = torch.full_like(x, 7.0)
+    double_kernel(x, out)  # 2 * 0: the output's values are the input's
+    if MODE == pypto.RunMode.NPU:
+        assert_allclose(np.array(out.cpu()), np.array((x * 2.0).cpu()), rtol=1e-5, atol=1e-5)
+
+
+CASES = {{"ops::case_double": case_double, "ops::case_golden_only": case_golden_only,
+          "ops::case_same_values": case_same_values}}
 
 
 def main():
@@ -102,6 +114,10 @@ def test_a_bare_max_diff_assert_on_a_kernel_output_is_graph_evidence(calculator_
     golden = cases["ops::case_golden_only"]
     assert golden.verdict == "sim_output_unwritten" and golden.graph_verify["status"] == "no_compare"
     assert "compared no kernel output either" in golden.graph_verify["emulated_npu_branch"]["reason"]
+    # Matched by value, the compare's array is both the unwritten input and the written output: the output.
+    same = cases["ops::case_same_values"]
+    assert same.verdict == "sim_garbage_graph_ok", (same.verdict_reason, same.graph_verify)
+    assert same.graph_verify["asserts"][0]["kernel"] == "double_kernel"
     assert exit_codes.of_cases(report.cases, "sim") == exit_codes.OK
 
 

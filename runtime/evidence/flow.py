@@ -124,8 +124,9 @@ class KernelFloat(float):
 Hook = Callable[[KernelFloat, str, float, bool, str], None]
 _on_compare: list[Hook] = []
 _READS = (torch._C.TensorBase.item,)  # float(t) must return an exact float
-_ASSERT_JUMPS = ("POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_IF_TRUE")
-_decides: dict[tuple[CodeType, int], bool] = {}
+_ASSERT_JUMPS = ("POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_IF_TRUE")  # the assert's own condition
+_FAIL_JUMPS = ("POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_IF_FALSE")  # `assert a < t and ...`: false raises
+_decides: dict[tuple[CodeType, int], str] = {}
 
 
 class ScalarTaint(TorchFunctionMode):
@@ -159,21 +160,29 @@ def _compared(value: KernelFloat, op: str, other: Any, held: Any) -> Any:
     if held is NotImplemented or _paused[0] or not _on_compare or not isinstance(other, (int, float)):
         return held
     frame = sys._getframe(2)
-    if _decides_assert(frame):
+    role = _assert_role(frame)
+    # A conjunct decides the assert only when false; when true, a later condition does.
+    if role == "condition" or (role == "conjunct" and not held):
         _on_compare[-1](value, op, float(other), bool(held), f"{frame.f_code.co_filename}:{frame.f_lineno}")
     return held
 
 
-def _decides_assert(frame: FrameType) -> bool:
-    """The instruction running is a compare followed by an assert's jump (CPython 3.11+ bytecode)."""
+def _assert_role(frame: FrameType) -> str:
+    """What the running compare is to an `assert` statement, read from its bytecode (CPython 3.11+).
+
+    "condition": the assert's jump reads it; "conjunct": if false it jumps to the AssertionError; else "".
+    """
     key = (frame.f_code, frame.f_lasti)
     if key not in _decides:
-        found = False
+        role = ""
         ops = list(dis.get_instructions(frame.f_code))
+        raises = {ins.offset for ins in ops if ins.opname == "LOAD_ASSERTION_ERROR"}
         for i, ins in enumerate(ops[:-2]):
             if ins.offset == frame.f_lasti:
-                found = (ins.opname == "COMPARE_OP" and ops[i + 1].opname in _ASSERT_JUMPS
-                         and ops[i + 2].opname == "LOAD_ASSERTION_ERROR")
+                if ins.opname == "COMPARE_OP" and ops[i + 1].opname in _ASSERT_JUMPS and ops[i + 2].offset in raises:
+                    role = "condition"
+                elif ins.opname == "COMPARE_OP" and ops[i + 1].opname in _FAIL_JUMPS and ops[i + 1].argval in raises:
+                    role = "conjunct"
                 break
-        _decides[key] = found
+        _decides[key] = role
     return _decides[key]

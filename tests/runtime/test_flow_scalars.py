@@ -17,6 +17,11 @@ try:
 except AssertionError:
     raised = True
 assert out.max().item() >= 2
+assert max_diff < 1.0 and max_diff < 0.9, "both"  # the true conjunct decides nothing; the last compare does
+try:
+    assert max_diff < 0.2 and max_diff < 0.9  # a false conjunct raises: it decided the assert
+except AssertionError:
+    pass
 '''
 
 CLAIMS_NOTHING = '''
@@ -26,6 +31,7 @@ if (out - golden).abs().max().item() < 1.0:  # decides no assert
     pass
 ok = (out - golden).abs().max().item() < 1.0  # the assert reads a bool, not the compare
 assert ok
+assert not (out - golden).abs().max().item() > 1.0  # the jump reads `not`, not the compare
 with suspended():  # inside a launch: pypto's own reads are not the script's
     inside = out.max().item()
     assert inside < 10.0
@@ -46,7 +52,8 @@ def run(source: str) -> tuple[dict, list[tuple]]:
 def test_an_assert_on_a_float_read_from_a_kernel_output_is_reported_with_its_result():
     scope, seen = run(SCRIPT)
     assert scope["is_kernel_float"] and scope["raised"]
-    assert seen == [(3, "<", 1.0, True), (3, "<", 0.1, False), (3, ">=", 2, True)]
+    assert seen == [(3, "<", 1.0, True), (3, "<", 0.1, False), (3, ">=", 2, True), (3, "<", 0.9, True),
+                    (3, "<", 0.2, False)]
 
 
 def test_golden_values_ifs_and_launch_internals_claim_nothing():

@@ -47,6 +47,9 @@ def _graph_text(case: CaseResult) -> str:
     gm = gv.get("metrics") or {}
     if (gv.get("emulated_npu_branch") or {}).get("status") == "inconclusive":  # docs/realops.md §9
         return f"{status}, emulated NPU inconclusive"
+    compares = [a["compare"] for a in gv.get("asserts") or [] if isinstance(a, dict) and a.get("compare")]
+    if not gm and compares:  # bare asserts on a float read from a kernel output (docs/realops.md §9)
+        return f"{status}, assert {compares[0]}" + (f" (+{len(compares) - 1})" if len(compares) > 1 else "")
     return f"{status} {fmt(gm.get('max_abs_diff'))}" if gm else str(status)
 
 

@@ -8,13 +8,22 @@ is freed, so a later, unmarked tensor that gets the same address is not taken fo
 
 Fail safe: a submission that leaves or disables the mode stops the marking, so its returned tensors
 stay its own (suspect_fake_pass), never the other way round.
+
+Scripts: a float read with `.item()` from a marked tensor is a KernelFloat, and a compare of one
+that directly decides an `assert` statement (`assert max_diff < tol`) is reported as a compare of that
+launch's output (docs/realops.md §9). Any other use of the float claims nothing.
 """
 from __future__ import annotations
 
+import contextlib
+import dis
+import sys
 import weakref
-from typing import Any
+from types import CodeType, FrameType
+from typing import Any, Callable, Iterator
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from torch.utils._pytree import tree_leaves
 
@@ -26,7 +35,7 @@ class KernelFlow(TorchDispatchMode):
 
     def __init__(self) -> None:
         super().__init__()
-        self._storages: set[int] = set()  # addresses of live marked storages
+        self._storages: dict[int, int] = {}  # address of a live marked storage -> the launch it derives from
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
@@ -34,25 +43,31 @@ class KernelFlow(TorchDispatchMode):
         # op: seconds per job. Nothing here is compiled.
         return False
 
-    def mark(self, t: torch.Tensor) -> None:
+    def mark(self, t: torch.Tensor, launch: int = -1) -> None:
         if isinstance(t, torch.Tensor) and not t.is_meta:
             ptr = rawbytes.storage_ptr(t)
             if ptr not in self._storages:
-                self._storages.add(ptr)
                 # torch keeps one Python object per storage: it dies with the storage, and so does the mark.
-                weakref.finalize(t.untyped_storage(), self._storages.discard, ptr)
+                weakref.finalize(t.untyped_storage(), self._storages.pop, ptr, None)
+            self._storages[ptr] = max(launch, self._storages.get(ptr, -1))
 
     def marked(self, t: torch.Tensor) -> bool:
         return isinstance(t, torch.Tensor) and not t.is_meta and rawbytes.storage_ptr(t) in self._storages
 
+    def source(self, t: torch.Tensor) -> int:
+        """The latest launch whose output `t`'s storage derives from (-1: not known)."""
+        return self._storages.get(rawbytes.storage_ptr(t), -1)
+
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
-        if self._storages and any(self.marked(t) for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)):
-            # The op's results, and whatever it wrote in place or through out=, now derive from the kernel.
-            for t in tree_leaves(result):
-                if isinstance(t, torch.Tensor):
-                    self.mark(t)
+        if self._storages:
+            sources = [self.source(t) for t in tree_leaves((args, kwargs)) if self.marked(t)]
+            if sources:
+                # The op's results, and whatever it wrote in place or through out=, now derive from the kernel.
+                for t in tree_leaves(result):
+                    if isinstance(t, torch.Tensor):
+                        self.mark(t, max(sources))
         return result
 
 
@@ -66,13 +81,108 @@ def start() -> KernelFlow:
     return _active
 
 
-def launched(written: list[torch.Tensor]) -> None:
+def launched(written: list[torch.Tensor], launch: int = -1) -> None:
     """The instrumentation's report of a launch: these arguments' storages hold what it wrote."""
     if _active is not None:
         for t in written:
-            _active.mark(t)
+            _active.mark(t, launch)
 
 
-def suspended() -> Any:
-    """Every dispatch mode off across a launch: pypto's own torch calls run as they would without us."""
-    return _disable_current_modes()
+_paused = [0]
+
+
+@contextlib.contextmanager
+def suspended() -> Iterator[None]:
+    """Every dispatch mode and our float taint off across a launch: pypto's torch calls run as without us."""
+    _paused[0] += 1
+    try:
+        with _disable_current_modes():
+            yield
+    finally:
+        _paused[0] -= 1
+
+
+class KernelFloat(float):
+    """A Python float read from a tensor that derives from launch `launch`'s output."""
+
+    __slots__ = ("launch",)
+    launch: int
+
+    def __lt__(self, other: Any) -> Any:
+        return _compared(self, "<", other, float.__lt__(self, other))
+
+    def __le__(self, other: Any) -> Any:
+        return _compared(self, "<=", other, float.__le__(self, other))
+
+    def __gt__(self, other: Any) -> Any:
+        return _compared(self, ">", other, float.__gt__(self, other))
+
+    def __ge__(self, other: Any) -> Any:
+        return _compared(self, ">=", other, float.__ge__(self, other))
+
+
+Hook = Callable[[KernelFloat, str, float, bool, str], None]
+_on_compare: list[Hook] = []
+_READS = (torch._C.TensorBase.item,)  # float(t) must return an exact float
+_ASSERT_JUMPS = ("POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_IF_TRUE")  # the assert's own condition
+_FAIL_JUMPS = ("POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_IF_FALSE")  # `assert a < t and ...`: false raises
+_decides: dict[tuple[CodeType, int], str] = {}
+
+
+class ScalarTaint(TorchFunctionMode):
+    """Makes a float read from a marked tensor a KernelFloat (within a KernelFlow record)."""
+
+    def __init__(self, kernel_flow: KernelFlow, on_compare: Hook) -> None:
+        super().__init__()
+        self.kernel_flow = kernel_flow
+        self.on_compare = on_compare
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        result = func(*args, **(kwargs or {}))
+        if (func in _READS and not _paused[0] and type(result) is float and args
+                and self.kernel_flow.marked(args[0])):
+            tainted = KernelFloat(result)
+            tainted.launch = self.kernel_flow.source(args[0])
+            return tainted
+        return result
+
+    def __enter__(self) -> "ScalarTaint":
+        _on_compare.append(self.on_compare)
+        return super().__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        _on_compare.remove(self.on_compare)
+        super().__exit__(*exc)
+
+
+def _compared(value: KernelFloat, op: str, other: Any, held: Any) -> Any:
+    """Report a compare whose bool is the condition of an `assert` statement, as the script wrote it."""
+    if held is NotImplemented or _paused[0] or not _on_compare or not isinstance(other, (int, float)):
+        return held
+    frame = sys._getframe(2)
+    role = _assert_role(frame)
+    # A conjunct decides the assert only when false; when true, a later condition does.
+    if role == "condition" or (role == "conjunct" and not held):
+        _on_compare[-1](value, op, float(other), bool(held), f"{frame.f_code.co_filename}:{frame.f_lineno}")
+    return held
+
+
+def _assert_role(frame: FrameType) -> str:
+    """What the running compare is to an `assert` statement, read from its bytecode (CPython 3.11+).
+
+    "condition": the assert's jump reads it; "conjunct": if false it jumps to the AssertionError; else "".
+    """
+    key = (frame.f_code, frame.f_lasti)
+    if key not in _decides:
+        role = ""
+        ops = list(dis.get_instructions(frame.f_code))
+        raises = {ins.offset for ins in ops if ins.opname == "LOAD_ASSERTION_ERROR"}
+        for i, ins in enumerate(ops[:-2]):
+            if ins.offset == frame.f_lasti:
+                if ins.opname == "COMPARE_OP" and ops[i + 1].opname in _ASSERT_JUMPS and ops[i + 2].offset in raises:
+                    role = "condition"
+                elif ins.opname == "COMPARE_OP" and ops[i + 1].opname in _FAIL_JUMPS and ops[i + 1].argval in raises:
+                    role = "conjunct"
+                break
+        _decides[key] = role
+    return _decides[key]

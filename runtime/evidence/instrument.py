@@ -5,6 +5,7 @@ ones instrumented. The run mode is forced here whatever the file bound at import
 """
 from __future__ import annotations
 
+import math
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -164,7 +165,7 @@ def _patch_jit(rec: Recorder) -> None:
             record = LaunchRecord(name, tensors, written, duration, _last_output_dir(), error,
                                   [storage_id(t) for t in tensors], [w.before for w in watches], hashes)
             rec.launches.append(record)
-            flow.launched([t for t, wrote in zip(tensors, written) if wrote])
+            flow.launched([t for t, wrote in zip(tensors, written) if wrote], len(rec.launches) - 1)
             rec.in_kernel = None
             rec.events.emit("launch", kernel=name, output_written=written,
                             arg_shapes=[list(t.shape) for t in tensors], duration_s=round(duration, 4),
@@ -212,6 +213,25 @@ def _record_assert(rec: Recorder, api: str, actual: Any, desired: Any, rtol: flo
     rec.events.emit("assert", **entry)
 
 
+def scalar_compares(rec: Recorder) -> flow.Hook:
+    """What records an `assert` deciding compare of a float read from a launch's output (runtime.evidence.flow)."""
+
+    def record(value: flow.KernelFloat, op: str, bound: float, held: bool, where: str) -> None:
+        launch = rec.launches[value.launch] if 0 <= value.launch < len(rec.launches) else None
+        number = float(value)
+        m = {"kind": "scalar_compare", "value": number if math.isfinite(number) else str(number), "op": op,
+             "bound": bound, "held": held, "where": where[-300:]}
+        entry: dict[str, Any] = {"api": "assert (compare of a float read from a kernel output)",
+                                 "index": len(rec.asserts), "metrics": m, "launches_before": len(rec.launches)}
+        if launch is not None:
+            entry["graph"] = {"on_graph_result": rec.graph_on, "launch": value.launch, "kernel": launch.kernel,
+                              "scalar": True}
+        rec.asserts.append(entry)
+        rec.events.emit("assert", **entry)
+
+    return record
+
+
 def _graph_source(rec: Recorder, actual: Any, desired: Any, rtol: float, atol: float) -> dict[str, Any]:
     """Which launch output the asserted value is (by value), and how the SIM garbage it replaced compares.
 
@@ -224,6 +244,7 @@ def _graph_source(rec: Recorder, actual: Any, desired: Any, rtol: float, atol: f
         got = np.asarray(actual.detach().cpu() if isinstance(actual, torch.Tensor) else actual, dtype=np.float64)
     except (TypeError, ValueError):
         return {"on_graph_result": False}
+    unwritten: dict[str, Any] = {"on_graph_result": False}
     for index in range(len(rec.launches) - 1, -1, -1):
         launch = rec.launches[index]
         for arg, (tensor, written) in enumerate(zip(launch.args, launch.written)):
@@ -233,9 +254,11 @@ def _graph_source(rec: Recorder, actual: Any, desired: Any, rtol: float, atol: f
             now = tensor.detach().cpu().to(torch.float64).reshape(got.shape).numpy()
             if not np.array_equal(now, got, equal_nan=True):
                 continue
-            if not written:  # plain SIM: the assert looked at an output the kernel never wrote
-                return {"on_graph_result": False, "unwritten_output": True, "launch": index, "arg": arg,
-                        "kernel": launch.kernel}
+            if not written:  # plain SIM: an output the kernel never wrote, unless a written one holds the same values
+                if "unwritten_output" not in unwritten:  # (an input equal to its output: a cast of [2., 3.])
+                    unwritten = {"on_graph_result": False, "unwritten_output": True, "launch": index, "arg": arg,
+                                 "kernel": launch.kernel}
+                continue
             if rec.graph_on:
                 garbage = before.to(torch.float64).reshape(got.shape).numpy()
                 try:
@@ -244,4 +267,5 @@ def _graph_source(rec: Recorder, actual: Any, desired: Any, rtol: float, atol: f
                     sim = {"error": f"{type(exc).__name__}: {exc}"}
                 return {"on_graph_result": True, "launch": index, "arg": arg, "kernel": launch.kernel,
                         "dtype": str(tensor.dtype).replace("torch.", ""), "sim_garbage": sim}
-    return {"on_graph_result": False}
+            return {"on_graph_result": False}
+    return unwritten

@@ -50,4 +50,6 @@ def within_rounding(asserts: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def _passed(m: dict[str, Any]) -> bool:
     """An assert's own allclose verdict, as runtime/judge/tolerance.py reads it."""
+    if m.get("kind") == "scalar_compare":  # a bare compare: its own result
+        return m.get("held") is True
     return bool("error" not in m and m.get("shape_match") and m.get("mismatch_count") == 0 and not m.get("nan_count"))

@@ -386,11 +386,12 @@ def _run_script(req: dict[str, Any], rec: instrument.Recorder) -> int:
     start = time.perf_counter()
     error = None
     try:
-        if req["kind"] == "module":
-            testmodule.call(Path(script), req["function"], req.get("script_mode") or req["mode"],
-                            _device_argument(req))
-        else:
-            runpy.run_path(script, run_name="__main__")
+        with _kernel_floats(rec):
+            if req["kind"] == "module":
+                testmodule.call(Path(script), req["function"], req.get("script_mode") or req["mode"],
+                                _device_argument(req))
+            else:
+                runpy.run_path(script, run_name="__main__")
     except SystemExit as exc:
         code = _exit_code(exc.code)
         if isinstance(exc.code, str):
@@ -406,6 +407,17 @@ def _run_script(req: dict[str, Any], rec: instrument.Recorder) -> int:
                     error=error)
     rec.events.emit("script_result", exit_code=code, launches=len(rec.launches), asserts=len(rec.asserts))
     return code
+
+
+@contextmanager
+def _kernel_floats(rec: instrument.Recorder) -> Iterator[None]:
+    """Under graph verify: floats read from launch outputs are traced to the asserts they decide."""
+    if not rec.graph_on:
+        yield
+        return
+    kernel_flow = flow.start()
+    with kernel_flow, flow.ScalarTaint(kernel_flow, instrument.scalar_compares(rec)):
+        yield
 
 
 def _device_argument(req: dict[str, Any]) -> str:

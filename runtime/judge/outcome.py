@@ -328,10 +328,23 @@ def _script_graph(events: list[dict[str, Any]], script: dict[str, Any], structur
                           "asserts": [{"index": a.get("index"), "api": a.get("api"),
                                        "passed": assert_passed(a.get("metrics") or {}),
                                        "kernel": a["graph"].get("kernel"),
-                                       "sim_garbage": a["graph"].get("sim_garbage")} for a in judged[:50]]}
+                                       "sim_garbage": a["graph"].get("sim_garbage"),
+                                       **_scalar(a)} for a in judged[:50]]}
     if status == "no_compare":
         gv["reason"] = "no assert of the script compared a kernel's output"
+    bare = [a for a in failed if _scalar(a)]
+    if bare:
+        gv["reason"] = f"the script's assert {_scalar(bare[0])['compare']} failed on a float read from " \
+                       f"{bare[0]['graph'].get('kernel')}'s output (the tensor graph's CPU result)"
     return gv
+
+
+def _scalar(a: dict[str, Any]) -> dict[str, Any]:
+    """A bare compare's measured value, as the assert read it (runtime/evidence/flow.py)."""
+    m = a.get("metrics") or {}
+    if m.get("kind") != "scalar_compare":
+        return {}
+    return {"compare": f"{m.get('value')} {m.get('op')} {m.get('bound')}", "where": m.get("where")}
 
 
 def _named_outputs(result_ev: dict[str, Any] | None, checked: corroborate.Checked) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from runtime.fence.jobfiles import JobFiles
 from runtime.report import CostModel, Launch
-from runtime.judge.tolerance import assert_passed
+from runtime.judge.tolerance import SCALAR_COMPARE, assert_passed
 
 MAX_LOG_BYTES = 1024 * 1024  # of stdout and stderr, read for diagnosis and script markers
 MAX_PLOG_BYTES = 1024 * 1024
@@ -102,6 +102,7 @@ def timing(events: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def worst_assert(asserts: list[dict[str, Any]]) -> dict[str, Any] | None:
     usable = [a["metrics"] for a in asserts if a.get("metrics") and "error" not in a["metrics"]
+              and a["metrics"].get("kind") != SCALAR_COMPARE
               and isinstance(a["metrics"].get("max_abs_diff"), (int, float, type(None)))]
     if not usable:
         return None

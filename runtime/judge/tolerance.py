@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+SCALAR_COMPARE = "scalar_compare"  # `assert max_diff < tol` on a float read from a kernel output
+
 
 def within_tolerance(m: dict[str, Any], compare_kind: str = "strict", max_ratio: float = 0.005) -> bool:
     """Strict: every element close and no NaN. Ratio: no NaN/inf and at most max_ratio outside."""
@@ -17,5 +19,7 @@ def within_tolerance(m: dict[str, Any], compare_kind: str = "strict", max_ratio:
 
 
 def assert_passed(m: dict[str, Any]) -> bool:
-    """A captured assert_allclose/assert_close call, judged by its own rtol/atol."""
+    """A captured assert_allclose/assert_close call, judged by its own rtol/atol; a bare compare by its result."""
+    if isinstance(m, dict) and m.get("kind") == SCALAR_COMPARE:
+        return m.get("held") is True
     return "error" not in m and within_tolerance(m)

@@ -126,3 +126,14 @@ def test_an_inconclusive_emulated_npu_branch_is_named_beside_the_graph_status() 
     lines = console.export_text().splitlines()
     assert any("graph no_compare, emulated NPU inconclusive" in line for line in lines)
     assert max(len(line) for line in lines) <= 80
+
+
+def test_a_bare_assert_on_a_kernel_float_shows_the_compare_it_judged() -> None:
+    # docs/realops.md §9: `assert max_diff < tol` has no allclose metrics; its measured value is the evidence.
+    report = _report()
+    report.cases[0].verdict = "sim_garbage_graph_ok"
+    report.cases[0].graph_verify = {"status": "pass", "metrics": None,
+                                    "asserts": [{"compare": "0.0625 < 0.1"}, {"compare": "0.0 < 0.1"}]}
+    console = Console(width=80, record=True, force_terminal=False)
+    print_report(report, console)
+    assert any("graph pass, assert 0.0625 < 0.1 (+1)" in line for line in console.export_text().splitlines())

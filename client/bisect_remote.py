@@ -50,7 +50,7 @@ class ServiceRunner:
 
     def __call__(self, sha: str, root: Path, operator: Any, _loaded: Any) -> search.Step:
         from client.api_client import Forbidden, Refused, Unreachable
-        from client.submit import NO_WORKER_FOR_VERSION, send
+        from client.submit import NO_WORKER_FOR_VERSION, job_outcome, send
         from runtime.intake import discover
 
         try:
@@ -68,19 +68,20 @@ class ServiceRunner:
         where = f"job {job['id']} {self.api.url}/jobs/{job['id']}"
         print(f"  {sha[:10]} submitted: {where}", flush=True)
         try:
-            code, words, report = self._outcome(int(job["id"]))
+            finished, report = self._finish(int(job["id"]))
         except Unreachable as exc:
             return _with_job(bisect.skip(sha, f"infrastructure: {exc}", exit_codes.INFRA), where)
-        if report is None or code == exit_codes.INFRA or not report.get("cases"):
+        if report is None or not report.get("cases") or finished["status"] not in ("succeeded", "failed"):
+            code, words = job_outcome(finished, report)  # error, expired, cancelled, timeout: no verdict
             return _with_job(bisect.skip(sha, words, code), where)
         from runtime.report import from_dict
 
         cases = from_dict(report).cases
         return _with_job(bisect.step_of_cases(sha, cases, str(report.get("mode") or self.mode)), where)
 
-    def _outcome(self, job_id: int) -> tuple[int, str, dict[str, Any] | None]:
-        """Wait for the job; (exit code, in words, its report or None), as `crosscheck submit --wait` reads it."""
-        from client.submit import job_outcome, wait
+    def _finish(self, job_id: int) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """Wait for the job (as `crosscheck submit --wait` does); the finished job and its report, if any."""
+        from client.submit import wait
 
         finished = wait(self.api, [job_id], self.err, None)
         assert finished is not None  # no timeout given: it returns once the job finished
@@ -88,8 +89,7 @@ class ServiceRunner:
         report = None
         if job["status"] in ("succeeded", "failed") or job.get("summary"):
             report = self.api.json("GET", f"/jobs/{job_id}/report")
-        code, words = job_outcome(job, report)
-        return code, words, report
+        return job, report
 
 
 def _with_job(step: search.Step, where: str) -> search.Step:

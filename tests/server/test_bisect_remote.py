@@ -14,9 +14,9 @@ import httpx2 as httpx
 import pytest
 
 from tests.conftest import REPO
-from tests.web.server import free_port
 from tests.runtime.bisect_history import WRONG, commit, new_repo, operator_files
 from tests.server.test_ci_client import crosscheck, live
+from tests.web.server import free_port
 
 __all__ = ["live"]  # the live server fixture, shared
 

@@ -188,14 +188,8 @@ def _run(args: argparse.Namespace, err: Console) -> int:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     with httpx.Client(base_url=args.server.rstrip("/"), headers=headers, timeout=60.0) as http:
         server = Server(http, args.server)
-        form: dict[str, str | list[str]] = {"modes": list(dict.fromkeys(args.mode or ["sim"])), "cases": args.case}
-        form.update({k: v for k, v in (("operator", args.operator), ("branch", args.branch),
-                                       ("commit", args.commit), ("author", args.author),
-                                       ("pypto", args.pypto)) if v})
-        # One key for this invocation: a retried upload cannot create a second submission.
-        key = uuid.uuid4().hex
-        accepted = server.call("POST", "/submissions", tries=3, data=form, files={"file": (filename, data)},
-                               headers={"Idempotency-Key": key}).json()
+        accepted = send(server, filename, data, args.mode or ["sim"], args.case, operator=args.operator,
+                        branch=args.branch, commit=args.commit, author=args.author, pypto=args.pypto)
         jobs = accepted["jobs"]
         err.print(f"submission {accepted['submission_id']}: " + ", ".join(
             f"job {j['id']} ({j['mode']})" for j in jobs))
@@ -204,13 +198,25 @@ def _run(args: argparse.Namespace, err: Console) -> int:
         if not args.wait:
             _write_json(args.json, {"submission_id": accepted["submission_id"], "jobs": jobs})
             return exit_codes.OK
-        finished = _wait(server, [j["id"] for j in jobs], err, args.wait_timeout)
+        finished = wait(server, [j["id"] for j in jobs], err, args.wait_timeout)
         if finished is None:
             return exit_codes.INFRA
         return _report(server, accepted["submission_id"], finished, args.json)
 
 
-def unserved(server: Server, modes: list[str]) -> list[str]:
+def send(server: Any, filename: str, data: bytes, modes: list[str], cases: list[str],
+         **labels: str | None) -> dict[str, Any]:
+    """POST /submissions: the bundle, its modes and cases, and the labels given (operator, branch, commit,
+    author, pypto); the server's answer (submission_id, jobs). `server` is a Server or a client.api_client.Api."""
+    form: dict[str, str | list[str]] = {"modes": list(dict.fromkeys(modes)), "cases": list(cases)}
+    form.update({k: v for k, v in labels.items() if v})
+    # One key for this upload: a retried upload cannot create a second submission.
+    key = uuid.uuid4().hex
+    return dict(server.call("POST", "/submissions", tries=3, data=form, files={"file": (filename, data)},
+                            headers={"Idempotency-Key": key}).json())
+
+
+def unserved(server: Any, modes: list[str]) -> list[str]:
     """'no online worker serves npu: one was last seen 3 h ago' for each mode nothing online runs."""
     try:
         workers = server.call("GET", "/workers").json()["items"]
@@ -253,8 +259,8 @@ def _state(job: dict[str, Any]) -> str:
     return STATUS_WORDS.get(status, status)
 
 
-def _wait(server: Server, ids: list[int], err: Console, timeout_s: float | None) -> list[dict[str, Any]] | None:
-    """Poll until every job finished; the jobs, or None after --wait-timeout."""
+def wait(server: Any, ids: list[int], err: Console, timeout_s: float | None) -> list[dict[str, Any]] | None:
+    """Poll until every job finished; the jobs, or None after --wait-timeout. `server`: a Server or an Api."""
     from rich.live import Live
     from rich.table import Table
 
@@ -299,7 +305,7 @@ def _report(server: Server, submission_id: int, jobs: list[dict[str, Any]], json
         if has_report:
             report = server.call("GET", f"/jobs/{job['id']}/report", tries=TRANSIENT_TRIES).json()
         dump.append({**job, "report": report})
-        code, words = _job_outcome(job, report)
+        code, words = job_outcome(job, report)
         codes.append(code)
         if report is not None:
             print_report(from_dict(report), out)
@@ -309,7 +315,7 @@ def _report(server: Server, submission_id: int, jobs: list[dict[str, Any]], json
     return exit_codes.combine(codes)
 
 
-def _job_outcome(job: dict[str, Any], report: dict[str, Any] | None) -> tuple[int, str]:
+def job_outcome(job: dict[str, Any], report: dict[str, Any] | None) -> tuple[int, str]:
     """(exit code, what happened in words) for one finished job."""
     status = job["status"]
     if status == "expired":

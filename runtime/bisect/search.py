@@ -26,6 +26,7 @@ class Step:
     reused_from: str | None = None  # the revision whose run this reuses
     cases: dict[str, dict[str, Any]] = field(default_factory=dict)  # case -> {verdict, max_abs_diff, ...}
     files: list[str] = field(default_factory=list)  # the operator's files at this revision
+    job: str = ""  # when the service ran it: "job 12 http://host/jobs/12"
 
 
 @dataclass

@@ -11,6 +11,7 @@ import argparse
 import json
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -44,17 +45,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", type=Path, metavar="FILE", help="write the result here as JSON ('-' for stdout)")
 
 
-class _Abort(Exception):
+class Abort(Exception):
+    """Ends the bisect with this exit code and message (a runner may raise it: nothing can be judged)."""
+
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
         self.code = code
 
 
-def bisect_command(args: argparse.Namespace) -> int:
+# Runs one revision's operator: (sha, the operator's folder at that revision, its FoundOperator, its loaded
+# Submission) -> the step. The default runs it on this host; client/bisect_remote.py submits it to the service.
+Runner = Callable[[str, Path, Any, Any], search.Step]
+
+
+def bisect_command(args: argparse.Namespace, runner: Runner | None = None, where: str = "") -> int:
+    """`where` says where the runs go when a `runner` is given, e.g. "through http://host:8000"."""
     previous = signal.signal(signal.SIGTERM, _terminated)  # the worktree goes on that way out too
     try:
-        return _bisect(args)
-    except _Abort as exc:
+        return _bisect(args, runner, where)
+    except Abort as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code
     except SubmissionError as exc:  # git.GitError among them
@@ -69,35 +78,36 @@ def _terminated(signum: int, _frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def _bisect(args: argparse.Namespace) -> int:
+def _bisect(args: argparse.Namespace, runner: Runner | None, where: str) -> int:
     checkout = Path(args.checkout)
     top = git.top_level(checkout)
     inside = checkout.resolve().relative_to(top.resolve())  # the operator is looked for here in each revision
     good, bad = git.resolve(top, args.good, "--good"), git.resolve(top, args.bad, "--bad")
     if good == bad:
-        raise _Abort(exit_codes.UNUSABLE, f"--good and --bad are the same commit ({good[:12]})")
+        raise Abort(exit_codes.UNUSABLE, f"--good and --bad are the same commit ({good[:12]})")
     if not git.is_ancestor(top, good, bad):
-        raise _Abort(exit_codes.UNUSABLE, f"--good {args.good} is not an ancestor of --bad {args.bad}")
+        raise Abort(exit_codes.UNUSABLE, f"--good {args.good} is not an ancestor of --bad {args.bad}")
     perf = args.metric == "aicore_us"
     if perf and args.mode != "sim":
-        raise _Abort(exit_codes.UNUSABLE, "--metric aicore_us needs --mode sim: the cost model's estimate "
-                                          "exists only in SIM")
+        raise Abort(exit_codes.UNUSABLE, "--metric aicore_us needs --mode sim: the cost model's estimate "
+                                         "exists only in SIM")
     revisions = git.between(top, good, bad)
     options = cli.run_options(args)
     print(f"bisecting {args.op}: {len(revisions) - 1} commit(s) after {good[:10]} up to {bad[:10]} "
-          f"({args.mode}{', graph verify' if options.graph_verify and args.mode == 'sim' else ''})", flush=True)
+          f"({args.mode}{', graph verify' if options.graph_verify and args.mode == 'sim' else ''}"
+          f"{', ' + where if where else ''})", flush=True)
     if perf:
         print(f"bad: a case's AICore estimate {args.threshold:.0%} or more above --good's", flush=True)
     with git.worktree(top, good) as tree:
-        prober = _Prober(tree, inside, args.op, options)
+        prober = _Prober(tree, inside, args.op, options, runner)
         first = prober.probe(good)
         probe = prober.probe
         if perf:
             baseline = metric.estimates(first) if first.verdict_class != search.SKIP else {}
             if not baseline:
-                raise _Abort(exit_codes.INFRA if first.exit_code == exit_codes.INFRA else exit_codes.UNUSABLE,
-                             f"--good {args.good} has no cost-model estimate to compare with: "
-                             f"{first.reason or first.summary}")
+                raise Abort(exit_codes.INFRA if first.exit_code == exit_codes.INFRA else exit_codes.UNUSABLE,
+                            f"--good {args.good} has no cost-model estimate to compare with: "
+                            f"{first.reason or first.summary}")
             slower = metric.Slower(baseline, args.threshold)
             first = slower.classify(first)
             probe = lambda sha: slower.classify(prober.probe(sha))  # noqa: E731
@@ -117,14 +127,15 @@ def _premise(step: search.Step, flag: str, rev: str, wanted: str, label: str | N
         return
     code = exit_codes.INFRA if step.exit_code == exit_codes.INFRA else exit_codes.UNUSABLE
     what = step.reason or step.summary
-    raise _Abort(code, f"{flag} {rev} is not {label or wanted} as the bisect needs: {what}")
+    raise Abort(code, f"{flag} {rev} is not {label or wanted} as the bisect needs: {what}")
 
 
 class _Prober:
     """Checks a revision out in the worktree and runs the operator there, once per distinct content."""
 
-    def __init__(self, tree: git.Worktree, inside: Path, op: str, options: Any) -> None:
+    def __init__(self, tree: git.Worktree, inside: Path, op: str, options: Any, runner: Runner | None) -> None:
         self.tree, self.inside, self.op, self.options = tree, inside, op, options
+        self.run = runner or self._run_here
         self.by_content: dict[str, search.Step] = {}
         self.steps = -2  # the two premises come first; the search's steps count from 1
 
@@ -138,41 +149,44 @@ class _Prober:
             found = [o for o in (discover.discover(root) if root.is_dir() else [])
                      if want in (discover.key(o.name), discover.key(Path(o.folder).name))]
             if not found:
-                return _skip(sha, f"operator {self.op} not found at this revision", exit_codes.UNUSABLE)
+                return skip(sha, f"operator {self.op} not found at this revision", exit_codes.UNUSABLE)
             if found[0].route == "none":
-                return _skip(sha, f"operator {self.op} cannot run here: {found[0].problem}", exit_codes.UNUSABLE)
+                return skip(sha, f"operator {self.op} cannot run here: {found[0].problem}", exit_codes.UNUSABLE)
             loaded = submission.load_operator(root, found[0])
         except SubmissionError as exc:
-            return _skip(sha, f"operator {self.op} not usable here: {exc}", exit_codes.UNUSABLE)
+            return skip(sha, f"operator {self.op} not usable here: {exc}", exit_codes.UNUSABLE)
         files = [(self.inside / f).as_posix() for f in found[0].files]
         seen = self.by_content.get(loaded.sha256)
         if seen is not None:
             return replace(seen, sha=sha, how="reused", reused_from=seen.reused_from or seen.sha, files=files)
-        step = self._run(sha, root, loaded)
+        step = self.run(sha, root, found[0], loaded)
         step.content_sha256, step.files = loaded.sha256, files
         if step.exit_code != exit_codes.INFRA:  # an infrastructure failure is not a fact about this content
             self.by_content[loaded.sha256] = step
         return step
 
-    def _run(self, sha: str, root: Path, loaded: Any) -> search.Step:
+    def _run_here(self, sha: str, root: Path, _operator: Any, loaded: Any) -> search.Step:
         from runtime.runner import run_submission
         from runtime.warm import WarmParentError
 
         try:
             report = run_submission(root, self.options, loaded=loaded)
         except HostError as exc:  # no host here can run the mode at all: no revision can be judged
-            raise _Abort(exit_codes.INFRA, str(exc)) from None
+            raise Abort(exit_codes.INFRA, str(exc)) from None
         except WarmParentError as exc:
-            return _skip(sha, f"infrastructure: {exc}", exit_codes.INFRA)
+            return skip(sha, f"infrastructure: {exc}", exit_codes.INFRA)
         except SubmissionError as exc:
-            return _skip(sha, f"unusable input: {exc}", exit_codes.UNUSABLE)
-        mode = self.options.mode
-        code = exit_codes.of_cases(report.cases, mode)
-        summary = exit_codes.summary(report.cases, mode)
-        cls = {exit_codes.OK: search.ACCEPTABLE, exit_codes.KERNEL_DEFECT: search.DEFECT}.get(code, search.SKIP)
-        cases = {c.case: _case(c) for c in report.cases}
-        return search.Step(sha, cls, "run", summary, reason=summary if cls == search.SKIP else "",
-                           exit_code=code, cases=cases)
+            return skip(sha, f"unusable input: {exc}", exit_codes.UNUSABLE)
+        return step_of_cases(sha, report.cases, self.options.mode)
+
+
+def step_of_cases(sha: str, cases: list[Any], mode: str) -> search.Step:
+    """A run revision's step from its report's cases (runtime.report.CaseResult), wherever it ran."""
+    code = exit_codes.of_cases(cases, mode)
+    summary = exit_codes.summary(cases, mode)
+    cls = {exit_codes.OK: search.ACCEPTABLE, exit_codes.KERNEL_DEFECT: search.DEFECT}.get(code, search.SKIP)
+    return search.Step(sha, cls, "run", summary, reason=summary if cls == search.SKIP else "",
+                       exit_code=code, cases={c.case: _case(c) for c in cases})
 
 
 def _case(c: Any) -> dict[str, Any]:
@@ -184,13 +198,15 @@ def _case(c: Any) -> dict[str, Any]:
             "aicore_us": cost.aicore_time_us if cost else None, "cycles": cost.total_cycles if cost else None}
 
 
-def _skip(sha: str, reason: str, code: int) -> search.Step:
+def skip(sha: str, reason: str, code: int) -> search.Step:
     return search.Step(sha, search.SKIP, "skipped", reason, reason=reason, exit_code=code)
 
 
 def _print_step(tag: str, step: search.Step) -> None:
-    """One line: which revision, run or reused (the revision it reuses is in --json) or skipped, and why."""
-    print(f"[{tag}] {step.sha[:10]} {step.how:<7} {step.summary}", flush=True)
+    """One line: which revision, run or reused (the revision it reuses is in --json) or skipped, and why;
+    for a run on the service, the job that ran it (a reused step names the job it reuses)."""
+    job = f" [{step.job}]" if step.job else ""
+    print(f"[{tag}] {step.sha[:10]} {step.how:<7} {step.summary}{job}", flush=True)
 
 
 def _finish(args: argparse.Namespace, top: Path, outcome: search.Outcome, premises: list[search.Step]) -> int:

@@ -1,6 +1,6 @@
-"""`crosscheck bisect ... --suite-run N --server URL` (client/bisect_server.py): a real bisect on a git
-repository built here, its first bad commit attached to a suite run of a live server; and the checks
-made before any revision runs."""
+"""`crosscheck bisect ... --suite-run N --server URL --on-this-host` (client/bisect_server.py): a real bisect
+on this host on a git repository built here, its first bad commit attached to a suite run of a live server;
+and the checks made before any revision runs. The revisions run on the service: tests/e2e/test_bisect_service.py."""
 from __future__ import annotations
 
 import json
@@ -57,7 +57,7 @@ def test_the_first_bad_commit_is_attached_to_the_suite_run(live, history, calcul
     repo, shas = history
     run_id = uploaded_run(live, "attach-1")
     proc = bisect(live, repo, "--good", shas[0], "--bad", shas[2], "--cache-dir", str(calculator_cache),
-                  "--suite-run", str(run_id), "--server", live["url"], timeout_s=1200)
+                  "--suite-run", str(run_id), "--server", live["url"], "--on-this-host", timeout_s=1200)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"first bad commit: {shas[2]} scale_add: a faster scale" in proc.stdout.splitlines()
     assert f"culprit attached to suite run {run_id}" in proc.stdout
@@ -68,7 +68,7 @@ def test_the_first_bad_commit_is_attached_to_the_suite_run(live, history, calcul
 @pytest.mark.parametrize(("args", "says"), [
     (("--suite-run", "999999"), "no suite run 999999"),
     (("--suite-run", "{run}", "--op", "Nosuch"), "has no operator Nosuch"),
-    (("--server", "{url}"), "--server is for --suite-run N"),
+    (("--server", "{url}", "--on-this-host"), "--on-this-host is for --suite-run N"),
     (("--suite-run", "{run}", "--server", ""), "--suite-run needs --server"),
 ])
 def test_what_cannot_be_attached_is_refused_before_any_revision_runs(live, history, args, says):

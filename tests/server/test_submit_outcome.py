@@ -6,7 +6,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from client.submit import Server, _job_outcome, _state, unserved
+from client.submit import Server, job_outcome, _state, unserved
 from server.migrate import upgrade
 from server.models.base import utcnow
 from server.services import tokens, workers
@@ -22,22 +22,22 @@ def report(*verdicts: str, mode: str = "sim") -> dict:
 
 
 def test_a_wrong_kernel_is_a_kernel_defect_in_words_not_failed() -> None:
-    code, words = _job_outcome(job("failed"), report("graph_fail", "graph_fail"))
+    code, words = job_outcome(job("failed"), report("graph_fail", "graph_fail"))
     assert code == 1 and words == "kernel defect: 2 of 2 case(s) (graph fail ×2)"
     assert "failed" not in _state(job("failed")).split(";")[0]  # "finished: the job ran; ..."
 
 
 def test_acceptable_and_infrastructure_outcomes() -> None:
-    assert _job_outcome(job("succeeded"), report("sim_garbage_graph_ok"))[0] == 0
-    code, words = _job_outcome(job("expired", "npu", "no NPU worker came online within 24 h"), None)
+    assert job_outcome(job("succeeded"), report("sim_garbage_graph_ok"))[0] == 0
+    code, words = job_outcome(job("expired", "npu", "no NPU worker came online within 24 h"), None)
     assert code == 3 and words.startswith("no online worker serves npu")
-    assert _job_outcome(job("error", error="worker lost"), None) == (3, "infrastructure: worker lost")
-    assert _job_outcome(job("cancelled"), None)[0] == 3
+    assert job_outcome(job("error", error="worker lost"), None) == (3, "infrastructure: worker lost")
+    assert job_outcome(job("cancelled"), None)[0] == 3
 
 
 def test_a_failed_golden_is_unusable_input() -> None:
     rep = {"mode": "sim", "cases": [{"verdict": "not_run", "stage": "golden"}]}
-    assert _job_outcome(job("failed"), rep)[0] == 2
+    assert job_outcome(job("failed"), rep)[0] == 2
 
 
 def test_submit_warns_when_no_online_worker_serves_a_mode(tmp_path: Path) -> None:

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -263,19 +265,27 @@ def call(op, case):
 work = [(op, k, c) for op in ops for k, c in enumerate(json.loads((Path(op["test_dir"]) / "test_cases.json").read_text())["test_cases"])]
 if sample and sample < len(work):
     work = work[:: max(1, len(work) // sample)][:sample]
-call(*[(w[0], w[2]) for w in work][0])  # warms the process (the first case is timed again: distinct module)
+part, parts = int(sys.argv[4]), int(sys.argv[5])
+work = work[part::parts]
+call(work[0][0], work[0][2])  # warms the process (the first case is timed again: a fresh module)
 times = {f'{op["name"]}/{k}': call(op, c) for op, k, c in work}
 Path(out).write_text(json.dumps(times))
 '''
 
 
-def floor(made: list[dict[str, Any]], sample: int, tmp: Path) -> dict[str, float]:
-    """Seconds of each case's plain wrapper call (pypto compile + SIM cost model), key 'op/index'."""
-    out = tmp / "floor.json"
+def floor(made: list[dict[str, Any]], sample: int, tmp: Path, parts: int) -> dict[str, float]:
+    """Seconds of each case's plain wrapper call (pypto compile + SIM cost model), key 'op/index'.
+
+    `parts` warm processes at once, as many as the worker runs cases at once, so both see the same load."""
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp), "TILE_FWK_OUTPUT_DIR": str(tmp / "floor-out")}
-    subprocess.run([sys.executable, "-c", FLOOR, json.dumps(made), str(sample), str(out)], cwd=tmp, env=env,
-                   check=True, capture_output=True, timeout=7200)
-    return dict(json.loads(out.read_text()))
+    procs = [subprocess.Popen([sys.executable, "-c", FLOOR, json.dumps(made), str(sample), str(tmp / f"floor{p}.json"),
+                               str(p), str(parts)], cwd=tmp, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE) for p in range(parts)]
+    for proc in procs:
+        if proc.wait(timeout=7200):
+            raise SystemExit(f"floor failed: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
+    shutil.rmtree(tmp / "floor-out", ignore_errors=True)
+    return {k: v for p in range(parts) for k, v in json.loads((tmp / f"floor{p}.json").read_text()).items()}
 
 
 def ci_run(url: str, data: Path, checkout: Path, key: str) -> tuple[float, str]:
@@ -308,11 +318,13 @@ def results(client: httpx.Client, run_id: int) -> list[dict[str, Any]]:
 
 
 def stage_profile(client: httpx.Client, rows: list[dict[str, Any]], floor_s: dict[str, float],
-                  made: list[dict[str, Any]]) -> tuple[dict[str, float], float, float, int]:
-    """Seconds per stage summed over the night's cases, the per-case sum and floor over the floored cases."""
+                  made: list[dict[str, Any]]) -> tuple[dict[str, float], dict[str, list[float]]]:
+    """Seconds per stage summed over the night's cases; per size class [our case s, our sim stage s, floor s, n]."""
     stages: dict[str, float] = defaultdict(float)
-    index = {m["name"]: m for m in made}
-    per_case, floored, matched = 0.0, 0.0, 0
+    large = {f"{m['name']}/{k}" for m in made for k, c in
+             enumerate(json.loads((Path(m["test_dir"]) / "test_cases.json").read_text())["test_cases"])
+             if "large" in c["description"]}
+    classes: dict[str, list[float]] = {"small": [0.0] * 4, "large (8-32 MiB tensors)": [0.0] * 4}
     for job_id in sorted({r["job_id"] for r in rows if r["source"] == "worker" and r["job_id"]}):
         job, report = api_get(client, f"/jobs/{job_id}"), api_get(client, f"/jobs/{job_id}/report")
         shared = set()
@@ -329,17 +341,14 @@ def stage_profile(client: httpx.Client, rows: list[dict[str, Any]], floor_s: dic
             m = re.fullmatch(r"(?:test_)?level(\d+)", case["case"])
             key = f"{job['operator']}/{m.group(1)}" if m else ""
             if key in floor_s and case["verdict"] != "not_run":
-                per_case += case["duration_s"]
-                floored += floor_s[key]
-                matched += 1
+                sim = sum(st["duration_s"] for st in case["stages"] if st["name"] == "sim")
+                for i, v in enumerate((case["duration_s"], sim, floor_s[key], 1)):
+                    classes["large (8-32 MiB tensors)" if key in large else "small"][i] += v
         for name, seconds in shared:
             stages[name] += seconds
-        cases_s = sum(c["duration_s"] for c in report["cases"])
-        stages["job: listing, parallel slack (report - cases)"] += report["duration_s"] - cases_s
         stages["worker: bundle, store (job - report)"] += max(0.0, (job["timings"]["duration_s"] or 0)
                                                               - report["duration_s"])
-    assert all(r["operator"] in index for r in rows)
-    return dict(stages), per_case, floored, matched
+    return dict(stages), classes
 
 
 def main() -> int:
@@ -367,8 +376,9 @@ def main() -> int:
     floor_dir = root / "floor"
     floor_dir.mkdir(exist_ok=True)
     started = time.perf_counter()
-    floor_s = floor(made, args.floor_sample, floor_dir)
-    print(f"floor: {len(floor_s)} cases timed in {time.perf_counter() - started:.0f} s, "
+    parts = min(os.cpu_count() or 1, 4)  # the cases `crosscheck up`'s worker runs at once (CASE_PARALLEL)
+    floor_s = floor(made, args.floor_sample, floor_dir, parts)
+    print(f"floor: {len(floor_s)} cases timed in {time.perf_counter() - started:.0f} s by {parts} processes, "
           f"sum {sum(floor_s.values()):.1f} s", flush=True)
     data = root / "crosscheck-data"
     proc, url = nightly.start(data)
@@ -377,16 +387,16 @@ def main() -> int:
         for night in ("first", "second"):
             seconds, out = ci_run(url, data, checkout, night)
             nights.append((night, seconds, out))
-            print(f"{night}: {seconds:.1f} s", flush=True)
+            print(f"{night}: {seconds:.1f} s (load average after: {os.getloadavg()[0]:.1f})", flush=True)
         changed = change_one(made)
         seconds, out = ci_run(url, data, checkout, "third")
         nights.append((f"third ({changed} changed)", seconds, out))
-        print(f"third: {seconds:.1f} s", flush=True)
+        print(f"third: {seconds:.1f} s (load average after: {os.getloadavg()[0]:.1f})", flush=True)
         token = json.loads((data / "tokens.json").read_text())["admin"]
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
             runs = sorted(api_get(client, "/suite-runs", limit=10)["items"], key=lambda r: r["id"])
             per_night = [results(client, r["id"]) for r in runs[-3:]]
-            stages, per_case, floored, matched = stage_profile(client, per_night[0], floor_s, made)
+            stages, classes = stage_profile(client, per_night[0], floor_s, made)
     finally:
         nightly.stop(proc)
     first = nights[0][1]
@@ -405,9 +415,14 @@ def main() -> int:
     print(f"| discovery (client) | {discovery_s:.2f} |")
     for name, seconds in sorted(stages.items(), key=lambda kv: -kv[1]):
         print(f"| {name} | {seconds:.1f} |")
-    print(f"| **floor: pypto's own wrapper call, {matched} cases** | {floored:.1f} |")
-    print(f"| our per-case time for the same {matched} cases | {per_case:.1f} |")
-    overhead = per_case / floored if floored else float("nan")
+    print(f"| all cases (sum of case durations) | {sum(r['duration_s'] or 0 for r in per_night[0]):.1f} |")
+    print(f"\nPer case against the floor ({parts} at once on both sides; sim = the kernel call: compile, SIM, "
+          "graph verify):")
+    print("| cases | n | our case s | our sim stage s | floor s | case / floor |\n|---|---|---|---|---|---|")
+    for name, (ours, sim, base, count) in [*classes.items(), ("all", [sum(v) for v in zip(*classes.values())])]:
+        print(f"| {name} | {count:.0f} | {ours:.1f} | {sim:.1f} | {base:.1f} | {ours / base if base else 0:.2f} |")
+    ours, _, base, _ = (sum(v) for v in zip(*classes.values()))
+    overhead = ours / base if base else float("nan")
     print(f"\ngym-nightly first={first:.1f} second/first={nights[1][1] / first:.3f} "
           f"third/first={nights[2][1] / first:.3f} overhead={overhead:.2f}")
     if tmp_holder:

@@ -1,6 +1,7 @@
 """A tiny DOM over the standard library's HTMLParser, enough to query the dashboard's pages."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
@@ -43,6 +44,20 @@ class Node:
         found = self.find_all(tag, cls, **attrs)
         assert found, f"no <{tag or '*'} class={cls} {attrs}>"
         return found[0]
+
+
+    def select(self, selector: str) -> list[Node]:
+        """The nodes a CSS selector of descendant compounds (`section#drift table.cards td`) matches."""
+        found = [self]
+        for compound in selector.split():
+            match = re.fullmatch(r"([\w-]*)(?:#([\w-]+))?((?:\.[\w-]+)*)", compound)
+            assert match, f"not a tag#id.class compound: {compound}"
+            tag, ident, classes = match.groups()
+            wanted = set(classes.split(".")) - {""}
+            found = list({id(n): n for root in found for n in root.iter()
+                          if (not tag or n.tag == tag) and (not ident or n.attrs.get("id") == ident)
+                          and wanted <= n.classes}.values())
+        return found
 
 
 class _Builder(HTMLParser):

@@ -87,3 +87,13 @@ def route_of(app: FastAPI, url: str) -> str | None:
 
 # The pages of a suite run need the suite seed: test_suite_browser.py checks them.
 SUITE_SEED_ROUTES = ("/suite-runs/{run_id}", "/suite-runs/{run_id}/compare/{other_id}")
+
+# Sections the crawl seed (tests/web/crawl_seed.py) must put on its pages, by dashboard route: the crawl and
+# the 390 px check fail when no page of the route shows one (the seed stopped producing it).
+SEEDED_SECTIONS = {
+    "drift trend against its tolerance": ("/operators/{name:path}", "section#drift figure.drift-chart svg g.tolerance"),
+    "drifting cases of a suite run": ("/suite-runs/{run_id}", "section#drift table.drift td"),
+    "performance regressions": ("/suite-runs/{run_id}", "section#perf table.perf td"),
+    "culprit of a regression": ("/suite-runs/{run_id}", "table#regressions td.why p.culprit code"),
+    "culprit of a performance regression": ("/suite-runs/{run_id}", "section#perf td p.culprit code"),
+}

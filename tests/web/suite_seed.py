@@ -30,8 +30,11 @@ WORKER = "ci-worker@web"
 
 
 def _run(session: Session, blobs: BlobStore, settings: Settings, commit: str,
-         ops: dict[str, dict[str, str]], slower: dict[str, float] | None = None) -> int:
-    run, _ = suite_runs.open_run(session, "nightly", f"pipe-{commit}", {"branch": "main", "commit": commit,
+         ops: dict[str, dict[str, str]], slower: dict[str, float] | None = None, suite: str = "nightly",
+         diffs: dict[str, dict[str, float]] | None = None) -> int:
+    """One finished run of `suite`: each operator's SIM job stored with its planted verdicts, its first case's
+    cost estimate times slower[op], its graph verify max |diff| per case from diffs[op]."""
+    run, _ = suite_runs.open_run(session, suite, f"pipe-{commit}", {"branch": "main", "commit": commit,
                                  "pipeline": f"https://ci.example/pipelines/{commit}"}, ["sim"], False, "ci-bot")
     files = scale_add()
     for name, planted in ops.items():
@@ -41,7 +44,7 @@ def _run(session: Session, blobs: BlobStore, settings: Settings, commit: str,
             session.flush()
             assert job_service.claim(session, job.id, WORKER, 1)
             session.refresh(job)
-            report = sim_report(files, name, verdicts=planted)
+            report = sim_report(files, name, verdicts=planted, graph_diffs=(diffs or {}).get(name))
             for case in report["cases"]:
                 if case["case"] == C1 and name in (slower or {}):
                     case["cost_model"]["aicore_time_us"] *= (slower or {})[name]

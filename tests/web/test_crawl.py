@@ -26,7 +26,8 @@ from server.models import Job, Operator, Submission, SuiteRun
 from server.services import tokens
 from tests.web import crawl_seed
 from tests.web.conftest import make_app, make_settings
-from tests.web.layout import dashboard_routes, route_of
+from tests.web.html import parse
+from tests.web.layout import SEEDED_SECTIONS, dashboard_routes, route_of
 from web.deps import templates
 
 MAX_PAGES = 600  # far above what the seed links to; a bound, so a link loop cannot hang the test
@@ -111,6 +112,7 @@ def test_every_linked_page_answers(admin: TestClient, crawled: tuple[FastAPI, di
     base = "http://testserver"
     queue, seen, failures = deque(["/"]), {"/"}, []
     reached: set[str] = set()
+    shown: set[str] = set()  # SEEDED_SECTIONS found on the pages of their route
     while queue and len(seen) < MAX_PAGES:
         url = queue.popleft()
         response = admin.get(url, headers={"accept": "text/html"})
@@ -122,6 +124,10 @@ def test_every_linked_page_answers(admin: TestClient, crawled: tuple[FastAPI, di
             reached.add(route)
         if "text/html" not in response.headers.get("content-type", ""):
             continue
+        wanted = {name for name, (at, _) in SEEDED_SECTIONS.items() if at == route and name not in shown}
+        if wanted:
+            dom = parse(response.text)
+            shown |= {name for name in wanted if dom.select(SEEDED_SECTIONS[name][1])}
         parser = _Links()
         parser.feed(response.text)
         for href in parser.links:
@@ -137,6 +143,7 @@ def test_every_linked_page_answers(admin: TestClient, crawled: tuple[FastAPI, di
     assert len(seen) < MAX_PAGES, "the crawl did not finish: a link loop?"
     expected = {str(r.path) for r in dashboard_routes(app)} - NOT_LINKED
     assert expected - reached == set(), f"dashboard pages no link leads to: {sorted(expected - reached)}"
+    assert set(SEEDED_SECTIONS) - shown == set(), f"sections no crawled page shows: {sorted(set(SEEDED_SECTIONS) - shown)}"
 
 
 def test_the_compare_form_redirects_or_says_what_is_missing(admin: TestClient,

@@ -1,5 +1,7 @@
 """Every page of the every-verdict seed (tests/web/crawl_seed.py) in Chromium at 390 px: nothing sticks out,
 nothing wraps that must not, no cell of a cases or results table is cut off (element boxes, tests/web/layout.py).
+That includes the seed's precision drift (suite run and operator pages, with the trend chart), performance
+regressions and culprits, which must be on the pages checked (layout.SEEDED_SECTIONS).
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from server.services import tokens
 from tests.conftest import missing_service
 from tests.web import crawl_seed
 from tests.web.conftest import make_app, make_settings
-from tests.web.layout import dashboard_routes, layout_problems, route_of
+from tests.web.layout import SEEDED_SECTIONS, dashboard_routes, layout_problems, route_of
 from tests.web.server import serve
 
 pytestmark = pytest.mark.browser
@@ -52,7 +54,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 
 
 def test_every_page_of_every_verdict_fits_a_phone(live: dict[str, Any]) -> None:
-    problems, visited = {}, set()
+    problems, visited, shown = {}, set(), set()
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         context = browser.new_context(viewport=PHONE)
@@ -62,9 +64,13 @@ def test_every_page_of_every_verdict_fits_a_phone(live: dict[str, Any]) -> None:
         for path in live["pages"]:
             response = page.goto(live["base"] + path)
             assert response is not None and response.status == 200, path
-            visited.add(route_of(live["app"], path))
+            route = route_of(live["app"], path)
+            visited.add(route)
+            shown |= {name for name, (at, css) in SEEDED_SECTIONS.items()
+                      if at == route and name not in shown and page.locator(css).count()}
             if found := layout_problems(page):
                 problems[path] = found
         browser.close()
     assert not problems, json.dumps(problems, indent=1)
     assert {str(r.path) for r in dashboard_routes(live["app"])} - visited <= {"/login", "/suite-runs"}
+    assert set(SEEDED_SECTIONS) - shown == set(), "the seed's drift, perf and culprit sections were not checked"

@@ -48,7 +48,7 @@ def build(points: list[dict[str, Any]], mode: str) -> Chart:
     y_ticks = [{"y": y_of(10.0 ** d), "label": f"1e{d}"} for d in range(lo, hi + 1, step)]
     every = max(1, math.ceil(len(drawn) / 5))
     x_ticks = [{"x": xs[i], "label": f"#{drawn[i]['run_id']}"} for i in range(0, len(drawn), every)]
-    tolerance = {"y": y_of(tol), "label": f"tolerance {tol:.3g}"} if tol else None
+    tolerance = {"y": y_of(tol), "label": f"allowed {tol:.3g}"} if tol else None
     return Chart(title, y_label, [series], y_ticks, x_ticks, tolerance, width=SMALL_WIDTH, height=SMALL_HEIGHT,
                  plot_w=plot_w, plot_h=plot_h)
 

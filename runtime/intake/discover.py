@@ -22,7 +22,7 @@ from runtime.intake.cases import load_case_file
 from runtime.errors import SubmissionError
 
 CASE_FILE = "test_cases.json"
-SKIP_DIRS = {"__pycache__", ".git", "output", ".pytest_cache", ".mypy_cache", ".ruff_cache", "node_modules"}
+SKIP_DIRS = imports.SKIP_DIRS  # the one walk of src/ serves both, so they skip the same folders
 MAX_BUNDLE_BYTES = 5 * 1024 * 1024
 MAX_BUNDLE_FILES = 500
 # In a bundle of a test file: which file to run (its folder need not match any kernel's name).

@@ -22,7 +22,7 @@ from runtime.intake.cases import load_case_file
 from runtime.errors import SubmissionError
 
 CASE_FILE = "test_cases.json"
-SKIP_DIRS = {"__pycache__", ".git", "output", ".pytest_cache", ".mypy_cache", ".ruff_cache", "node_modules"}
+SKIP_DIRS = imports.SKIP_DIRS  # the one walk of src/ serves both, so they skip the same folders
 MAX_BUNDLE_BYTES = 5 * 1024 * 1024
 MAX_BUNDLE_FILES = 500
 # In a bundle of a test file: which file to run (its folder need not match any kernel's name).
@@ -54,8 +54,10 @@ def discover(checkout: Path, ops: list[str] | None = None) -> list[FoundOperator
     if not root.is_dir():
         raise SubmissionError(f"{checkout}: not a folder (give the checkout's root)")
     root = root.resolve()
-    kernels = _kernel_dirs(root)
-    found = [_operator(root, Path(d), kernels) for d in _test_dirs(root, kernels)]
+    src = imports.walk(root / "src") if (root / "src").is_dir() else []  # once: kernels and every import's roots
+    kernels = _kernel_dirs(src)
+    index = imports.SrcIndex(root, src)
+    found = [_operator(root, Path(d), kernels, index) for d in _test_dirs(root, kernels)]
     seen: dict[str, FoundOperator] = {}
     for op in found:
         if op.route != "none" and key(op.name) in seen:
@@ -72,21 +74,10 @@ def discover(checkout: Path, ops: list[str] | None = None) -> list[FoundOperator
     return sorted(found, key=lambda f: (f.name, f.folder))
 
 
-def _walk(root: Path) -> list[tuple[str, list[str]]]:
-    out = []
-    for here, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
-        out.append((here, files))
-    return out
-
-
-def _kernel_dirs(root: Path) -> dict[str, Path]:
-    """Kernel folders under src/ by key: the folder's name and each *_impl.py's name without `_impl`."""
+def _kernel_dirs(src: list[tuple[str, list[str], list[str]]]) -> dict[str, Path]:
+    """Kernel folders under src/ (its walk) by key: the folder's name and each *_impl.py's name without `_impl`."""
     found: dict[str, Path] = {}
-    src = root / "src"
-    if not src.is_dir():
-        return found
-    for here, files in _walk(src):
+    for here, _, files in src:
         for name in sorted(f for f in files if f.endswith("_impl.py")):
             found.setdefault(key(name[: -len("_impl.py")]), Path(here) / name)
             found.setdefault(key(Path(here).name), Path(here) / name)
@@ -97,21 +88,20 @@ def _test_dirs(root: Path, kernels: dict[str, Path]) -> list[str]:
     """Folders holding test_cases.json (a package's subfolders belong to it), and gym test folders whose
     name matches a kernel and that hold a test file."""
     out = []
-    src = root / "src"
-    for here, files in _walk(root):
-        if Path(here).is_relative_to(src):
-            continue
+    for here, dirs, files in os.walk(root):  # all but src/, walked already
+        top = here == str(root)
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith(".") and not (top and d == "src"))
         if CASE_FILE in files or (key(Path(here).name) in kernels and _test_files(Path(here))):
             out.append(here)
-    packages = [Path(d) for d in out if any(f.endswith("_impl.py") for f in os.listdir(d))]
-    return [d for d in out if not any(Path(d) != p and Path(d).is_relative_to(p) for p in packages)]
+    packages = {Path(d) for d in out if any(f.endswith("_impl.py") for f in os.listdir(d))}
+    return [d for d in out if not any(p in packages for p in Path(d).parents)]
 
 
 def _test_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("test_*.py") if p.is_file())
 
 
-def _operator(root: Path, folder: Path, kernels: dict[str, Path]) -> FoundOperator:
+def _operator(root: Path, folder: Path, kernels: dict[str, Path], index: imports.SrcIndex) -> FoundOperator:
     rel = folder.relative_to(root).as_posix() or "."
     if any(folder.glob("*_impl.py")):
         return _plain_package(root, folder, rel)
@@ -122,8 +112,8 @@ def _operator(root: Path, folder: Path, kernels: dict[str, Path]) -> FoundOperat
         return FoundOperator(name, "none", rel, problem=f"{rel}: no *_impl.py beside {CASE_FILE}, and no kernel "
                              f"folder under src/ named like {folder.name!r} (names match ignoring case and '_')")
     if tests:
-        return _test_file_operator(root, folder, rel, name, _pick_test(tests, folder.name))
-    return _gym_package(root, folder, rel, name, impl)
+        return _test_file_operator(root, folder, rel, name, _pick_test(tests, folder.name), index)
+    return _gym_package(root, folder, rel, name, impl, index)
 
 
 def _op_name(folder: Path) -> str:
@@ -156,10 +146,11 @@ def _plain_package(root: Path, folder: Path, rel: str) -> FoundOperator:
     return FoundOperator(case_file.op_name, "package", rel, files, [c.id for c in case_file.cases])
 
 
-def _test_file_operator(root: Path, folder: Path, rel: str, name: str, test: Path) -> FoundOperator:
+def _test_file_operator(root: Path, folder: Path, rel: str, name: str, test: Path,
+                        index: imports.SrcIndex) -> FoundOperator:
     entry = test.relative_to(root).as_posix()
     try:
-        files = imports.closure(root, [test, *_beside(folder)], imports.import_roots(root, [folder]))
+        files = imports.closure(root, [test, *_beside(folder)], index.roots([folder]))
     except OSError as exc:
         return FoundOperator(name, "none", rel, problem=f"{entry}: {exc}")
     functions = [] if testmodule.answers_list(test) else testmodule.test_functions(test)
@@ -182,7 +173,7 @@ def _listed_ids(folder: Path) -> list[str]:
         return []
 
 
-def _gym_package(root: Path, folder: Path, rel: str, name: str, impl: Path) -> FoundOperator:
+def _gym_package(root: Path, folder: Path, rel: str, name: str, impl: Path, index: imports.SrcIndex) -> FoundOperator:
     """A test folder without a test file: its test_cases.json and golden drive the kernel's wrapper."""
     goldens = sorted(folder.glob("*_golden.py"))
     if not (folder / CASE_FILE).is_file() or not goldens:
@@ -192,7 +183,7 @@ def _gym_package(root: Path, folder: Path, rel: str, name: str, impl: Path) -> F
     except SubmissionError as exc:
         return FoundOperator(name, "none", rel, problem=str(exc))
     used: set[Path] = set()
-    roots = imports.import_roots(root, [folder, impl.parent])
+    roots = index.roots([folder, impl.parent])
     files = imports.closure(root, [*_beside(folder), impl], roots, used)
     sys_path = [p.relative_to(root).as_posix() for p in [folder, impl.parent, *sorted(used)]]
     return FoundOperator(case_file.op_name, "package", rel, files, [c.id for c in case_file.cases],
@@ -206,7 +197,8 @@ def of_test_file(path: Path) -> FoundOperator | None:
     root = imports.tree_root(path)
     if root is None:
         return None
-    return _test_file_operator(root, path.parent, path.parent.relative_to(root).as_posix(), _op_name(path.parent), path)
+    return _test_file_operator(root, path.parent, path.parent.relative_to(root).as_posix(), _op_name(path.parent), path,
+                               imports.SrcIndex(root))
 
 
 def pack(checkout: Path, operator: FoundOperator) -> bytes:

@@ -44,24 +44,70 @@ def _absolute_imports(node: ast.AST) -> list[str]:
 
 def import_roots(root: Path, first: list[Path]) -> list[Path]:
     """Folders an import may resolve under: `first`, then `src/` and every folder below it, then root."""
-    roots = list(first)
-    src = root / "src"
-    if src.is_dir():
-        for here, dirs, _ in os.walk(src):
-            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
-            if len(Path(here).relative_to(src).parts) >= MAX_ROOT_DEPTH:
-                dirs[:] = []
-            roots.append(Path(here))
-    roots.append(root)
-    return list(dict.fromkeys(roots))
+    return SrcIndex(root).roots(first).all
 
 
-def closure(root: Path, entries: list[Path], roots: list[Path], used: set[Path] | None = None) -> list[str]:
+def walk(top: Path) -> list[tuple[str, list[str], list[str]]]:
+    """os.walk of `top`, sorted, not into SKIP_DIRS or dot-folders: (folder, its sub-folders, its other entries).
+
+    The sub-folders are all of them, before pruning (an import may still name one)."""
+    out = []
+    for here, dirs, files in os.walk(top):
+        out.append((here, list(dirs), files))
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+    return out
+
+
+class SrcIndex:
+    """`src/` and every folder below it (MAX_ROOT_DEPTH deep), walked once per checkout, with the names each folder
+    holds (a sub-folder `x/` or a module `x.py`, by first part and ignoring case): a name is then only probed
+    under the folders that hold it, and an import of torch or json costs nothing however big `src/` is."""
+
+    def __init__(self, root: Path, walked: list[tuple[str, list[str], list[str]]] | None = None):
+        """`walked`: walk(root / "src") when the caller has it already (discover walks `src/` once for both)."""
+        self.root = root
+        self.folders: list[Path] = []
+        self.holders: dict[str, list[Path]] = {}
+        src = root / "src"
+        if not src.is_dir():
+            return
+        for here, dirs, files in walk(src) if walked is None else walked:
+            folder = Path(here)
+            if len(folder.relative_to(src).parts) > MAX_ROOT_DEPTH:
+                continue
+            self.folders.append(folder)
+            for name in {*dirs, *(f[:-3] for f in files if f.endswith(".py"))}:
+                self.holders.setdefault(name.casefold(), []).append(folder)
+
+    def roots(self, first: list[Path]) -> Roots:
+        return Roots(first, self)
+
+
+class Roots:
+    """The import roots of one test file or kernel: `first`, then the shared `src/` folders, then the root.
+
+    A plain list of folders (`Roots(folders)`) is probed folder by folder, as given."""
+
+    def __init__(self, first: list[Path], index: SrcIndex | None = None):
+        self.first = list(first)
+        self.index = index
+        self.all = list(dict.fromkeys([*first, *index.folders, index.root] if index else first))
+
+    def candidates(self, module: str) -> list[Path]:
+        """The roots, in order, that may hold `module`: those without its first part cannot resolve it."""
+        if self.index is None:
+            return self.all
+        top = next((p for p in module.split(".") if p), "").casefold()
+        return list(dict.fromkeys([*self.first, *self.index.holders.get(top, ()), self.index.root]))
+
+
+def closure(root: Path, entries: list[Path], roots: list[Path] | Roots, used: set[Path] | None = None) -> list[str]:
     """Files (relative to root, sorted) that `entries` import, transitively, inside root.
 
     `used`, when given, receives the roots that resolved an absolute import (the job's sys.path).
     """
     root = root.resolve()
+    roots = roots if isinstance(roots, Roots) else Roots(roots)
     seen: set[Path] = set()
     todo = [p.resolve() for p in entries]
     while todo and len(seen) < MAX_FILES:
@@ -74,7 +120,7 @@ def closure(root: Path, entries: list[Path], roots: list[Path], used: set[Path] 
     return sorted(p.relative_to(root).as_posix() for p in seen)
 
 
-def _imported_files(path: Path, roots: list[Path], used: set[Path]) -> list[Path]:
+def _imported_files(path: Path, roots: Roots, used: set[Path]) -> list[Path]:
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, OSError):
@@ -109,8 +155,8 @@ def _literal_import(node: ast.AST) -> str | None:
     return first.value if isinstance(first.value, str) and not first.value.startswith(".") else None
 
 
-def _resolve(module: str, roots: list[Path], used: set[Path], members: list[str] | None = None) -> list[Path]:
-    for root in roots:
+def _resolve(module: str, roots: Roots, used: set[Path], members: list[str] | None = None) -> list[Path]:
+    for root in roots.candidates(module):
         hit = _resolve_under(root, module, members or [])
         if hit:
             used.add(root)

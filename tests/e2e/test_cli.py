@@ -201,10 +201,17 @@ CONSOLE_NOISE = ("[tasks]", "celery@", "SecurityWarning", "superuser", "HTTP Req
 def test_the_console_shows_one_line_per_job_and_nothing_while_it_runs(up: Up) -> None:
     """Without --verbose: the URL, the token's place, then one line per finished job; no Celery banner,
     no superuser warning, no request or heartbeat lines (server/commands/job_feed.py)."""
+    admin = json.loads((up.data_dir / "tokens.json").read_text())["admin"]
+    with httpx.Client(base_url=up.url + "/api/v1", headers={"Authorization": f"Bearer {admin}"}, timeout=30) as http:
+        _one_line_per_job(up, http)
+
+
+def _one_line_per_job(up: Up, http: httpx.Client) -> None:
     import uuid
 
-    admin = json.loads((up.data_dir / "tokens.json").read_text())["admin"]
-    http = httpx.Client(base_url=up.url + "/api/v1", headers={"Authorization": f"Bearer {admin}"}, timeout=30)
+    # The feed prints a job's line a moment after it finished: the earlier tests' jobs first.
+    done = [j["id"] for j in http.get("/jobs").json()["items"] if j["timings"]["finished_at"]]
+    Stack.wait(lambda: all(f"job {i} " in up.log.read_text() for i in done), 30, "the earlier jobs' lines", up.log)
     before = up.log.read_text()
     # A job that outlasts a worker heartbeat (every 10 s) and several job heartbeats.
     script = b"import time\ntime.sleep(15)\nprint('slept')\n"
@@ -221,7 +228,6 @@ def test_the_console_shows_one_line_per_job_and_nothing_while_it_runs(up: Up) ->
     for noise in CONSOLE_NOISE:
         assert noise not in log, (noise, log)
     finished = [j for j in http.get("/jobs").json()["items"] if j["timings"]["finished_at"]]
-    http.close()
     for job in finished:  # each job of this module's tests, once
         assert log.count(f"job {job['id']} {job['operator']} ({job['mode']}): ") == 1, (job["id"], log)
     assert log.index("PTO Crosscheck is up at") < log.index(f"job {finished[-1]['id']} ")

@@ -5,7 +5,8 @@ pypto 0.2.0's cost model (the SIM backend) has no pipe for some opcodes the comp
 "ErrCode: F92001,[SIMULATION]: No pipe type corresponding to opcode is found. opcode=GATHER_MASK".
 That is the simulator's limit, not the kernel's defect: nothing is known about the kernel, and only
 an NPU can judge it (docs/realops.md §6). So is a test that calls a torch_npu op the CPU stand-in
-cannot run (`torch_npu.npu_format_cast`, NeedsRealNpu).
+cannot run (`torch_npu.npu_format_cast`, NeedsRealNpu), or a `torch.npu`/`torch_npu` API it does not offer
+(`torch.npu.NPUGraph`: an AttributeError saying it needs a real NPU).
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import re
 
 _NO_PIPE = re.compile(r"No pipe type corresponding to opcode is found\.\s*opcode=(\w+)")
 # The torch_npu stand-in's refusal (runtime/devices/standin): the test calls a torch_npu op only an NPU can run.
-_NEEDS_NPU = re.compile(r"(torch_npu\.\w+)\(\) needs a real NPU")
+_NEEDS_NPU = re.compile(r"((?:torch_npu|torch\.npu)\.\w+)(\(\))? needs a real NPU")
 
 
 def detect(texts: str) -> str | None:
@@ -21,9 +22,9 @@ def detect(texts: str) -> str | None:
     found = list(dict.fromkeys(_NO_PIPE.findall(texts)))
     if found:
         return f"the SIM cost model of this pypto has no pipe for opcode {', '.join(found)}, which the kernel uses"
-    calls = list(dict.fromkeys(_NEEDS_NPU.findall(texts)))
+    calls = list(dict.fromkeys(name + "()" for name, _ in _NEEDS_NPU.findall(texts)))
     if calls:
-        return f"the test calls {', '.join(c + '()' for c in calls)}, which only a real NPU can run"
+        return f"the test calls {', '.join(calls)}, which only a real NPU can run"
     return None
 
 

@@ -6,7 +6,8 @@ pypto 0.2.0's cost model (the SIM backend) has no pipe for some opcodes the comp
 That is the simulator's limit, not the kernel's defect: nothing is known about the kernel, and only
 an NPU can judge it (docs/realops.md §6). So is a test that calls a torch_npu op the CPU stand-in
 cannot run (`torch_npu.npu_format_cast`, NeedsRealNpu), or a `torch.npu`/`torch_npu` API it does not offer
-(`torch.npu.NPUGraph`: an AttributeError saying it needs a real NPU).
+(`torch.npu.NPUGraph`: an AttributeError saying it needs a real NPU), or a torch call on an `npu` device that
+CPU torch does not implement (`torch.rand` of int32).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import re
 
 _NO_PIPE = re.compile(r"No pipe type corresponding to opcode is found\.\s*opcode=(\w+)")
 # The torch_npu stand-in's refusal (runtime/devices/standin): the test calls a torch_npu op only an NPU can run.
-_NEEDS_NPU = re.compile(r"((?:torch_npu|torch\.npu)\.\w+)(\(\))? needs a real NPU")
+_NEEDS_NPU = re.compile(r"\b(torch(?:_npu)?\.[\w.]+?)(\(\))?(?: on an npu device)? needs a real NPU")
 
 
 def detect(texts: str) -> str | None:

@@ -92,3 +92,24 @@ def test_graph_capture_in_a_model_test_is_sim_unsupported_not_a_defect(warm_sim,
     assert case.verdict == "sim_unsupported", (case.verdict, case.verdict_reason, case.error)
     assert "torch.npu.NPUGraph()" in case.verdict_reason
     assert exit_codes.of_cases(report.cases, "sim") == exit_codes.INFRA
+
+
+def test_a_torch_call_cpu_torch_lacks_on_an_npu_device_needs_a_real_npu():
+    proc = in_fresh_python("""
+        from runtime.devices import standin
+        standin.offer()
+        import torch, torch_npu
+        try:
+            torch.rand((2, 3), dtype=torch.int32, device="npu:0")
+        except NotImplementedError as exc:
+            print(type(exc).__name__, isinstance(exc, torch_npu.NeedsRealNpu), exc)
+        try:
+            torch.rand((2, 3), dtype=torch.int32)  # on the CPU by the script's own choice: torch's own error
+        except NotImplementedError as exc:
+            print(type(exc).__name__)
+    """)
+    assert proc.returncode == 0, proc.stderr
+    first, second = proc.stdout.splitlines()
+    assert first.startswith("NpuKernelMissing True torch.rand() on an npu device needs a real NPU"), first
+    assert second == "NotImplementedError"
+    assert simgap.detect(first) == "the test calls torch.rand(), which only a real NPU can run"

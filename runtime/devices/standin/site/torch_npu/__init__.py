@@ -7,7 +7,8 @@ tensor to `npu` copies it, as a host-to-device copy does. A fused op (`torch_npu
 be honoured on a CPU: calling one raises NeedsRealNpu naming the call. Any other public name of
 `torch.npu` or `torch_npu` the stand-in lacks (`torch.npu.NPUGraph`, `torch.npu.graph`: graph capture)
 raises AttributeError saying it needs a real NPU, which runtime.judge.simgap reads as SIM's limit
-(`hasattr` stays False, so a script's own feature probes still see it missing).
+(`hasattr` stays False, so a script's own feature probes still see it missing). A torch call on an `npu`
+device that CPU torch does not implement (`torch.rand(..., dtype=torch.int32)`) raises NeedsRealNpu too.
 """
 from __future__ import annotations
 
@@ -38,6 +39,10 @@ class NeedsRealNpu(RuntimeError):
     """A torch_npu call that only a real NPU can run."""
 
 
+class NpuKernelMissing(NotImplementedError, NeedsRealNpu):
+    """A torch call on an `npu` device that CPU torch does not implement (still a NotImplementedError)."""
+
+
 def _is_npu(value: Any) -> bool:
     if isinstance(value, torch.device):
         return value.type == NPU
@@ -61,7 +66,14 @@ class _NpuOnCpu(TorchFunctionMode):
             args, moved = tuple("cpu" if _is_npu(a) else a for a in args), True
         if moved and func is torch.Tensor.to:
             kwargs["copy"] = True
-        return func(*args, **kwargs)
+        if not moved:
+            return func(*args, **kwargs)
+        try:
+            return func(*args, **kwargs)
+        except NotImplementedError as exc:  # CPU torch lacks a kernel the NPU's has (torch.rand of int32)
+            raise NpuKernelMissing(f"torch.{getattr(func, '__name__', 'op')}() on an npu device needs a real NPU: CPU "
+                               f"torch, which the SIM stand-in puts in its place, does not implement it ({exc})") \
+                from exc
 
 
 class _Stream:

@@ -113,3 +113,26 @@ def test_a_torch_call_cpu_torch_lacks_on_an_npu_device_needs_a_real_npu():
     assert first.startswith("NpuKernelMissing True torch.rand() on an npu device needs a real NPU"), first
     assert second == "NotImplementedError"
     assert simgap.detect(first) == "the test calls torch.rand(), which only a real NPU can run"
+
+
+def test_an_hccl_process_group_is_refused_at_once_and_gloo_is_left_alone():
+    proc = in_fresh_python("""
+        from runtime.devices import standin
+        standin.offer()
+        import torch, torch_npu
+        import torch.distributed as dist
+        try:
+            dist.init_process_group(backend="hccl", rank=0, world_size=2, init_method="tcp://127.0.0.1:1")
+        except torch_npu.NeedsRealNpu as exc:
+            print(exc)
+        try:
+            dist.init_process_group("gloo", rank=0, world_size=1, init_method="bogus://x")
+        except Exception as exc:
+            print(type(exc).__name__, "needs a real NPU" in str(exc))
+    """)
+    assert proc.returncode == 0, proc.stderr
+    first, second = proc.stdout.splitlines()
+    assert first.startswith("torch.distributed.init_process_group() needs a real NPU for backend 'hccl'"), first
+    assert second.endswith("False"), second  # torch's own error for a bad init method: not ours
+    assert simgap.detect(first) == \
+        "the test calls torch.distributed.init_process_group(), which only a real NPU can run"

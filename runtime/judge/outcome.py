@@ -22,7 +22,7 @@ TAIL_CHARS = 8000
 OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory")
 # Nothing of the kernel could be judged: a test function needs an argument we do not supply
 # (runtime.intake.testmodule), or the test called a torch_npu fused op the SIM stand-in cannot run (runtime.devices.standin).
-NOT_RUN_ERRORS = ("CannotCall", "NeedsRealNpu")
+NOT_RUN_ERRORS = ("CannotCall", "NeedsRealNpu", "NpuKernelMissing")
 
 
 @dataclass

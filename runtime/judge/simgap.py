@@ -4,16 +4,23 @@ pypto 0.2.0's cost model (the SIM backend) has no pipe for some opcodes the comp
 `pypto.gathermask` (GATHER_MASK): the launch fails with
 "ErrCode: F92001,[SIMULATION]: No pipe type corresponding to opcode is found. opcode=GATHER_MASK".
 That is the simulator's limit, not the kernel's defect: nothing is known about the kernel, and only
-an NPU can judge it (docs/realops.md §6). So is a test that calls a torch_npu op the CPU stand-in
-cannot run (`torch_npu.npu_format_cast`, NeedsRealNpu).
+an NPU can judge it (docs/realops.md §6). So is a kernel the cost model's reader (ParseInput.cpp) rejects
+after pypto compiled it, and so is a test that calls a torch_npu op the CPU stand-in
+cannot run (`torch_npu.npu_format_cast`, NeedsRealNpu), or a `torch.npu`/`torch_npu` API it does not offer
+(`torch.npu.NPUGraph`: an AttributeError saying it needs a real NPU), or a torch call on an `npu` device that
+CPU torch does not implement (`torch.rand` of int32).
 """
 from __future__ import annotations
 
 import re
 
 _NO_PIPE = re.compile(r"No pipe type corresponding to opcode is found\.\s*opcode=(\w+)")
+# The cost model's own reader of the compiled functions rejects one (deepseekv32_lightning_indexer_quant.py of
+# r0.2.0's models/: "[SIMULATION]: hasCall=0 func->opSequenceAfterOOO_.size=67 func->tileOps.size=66, func
+# BuildFunction, file ParseInput.cpp"): pypto compiled it; the simulator cannot model it.
+_COST_MODEL_PARSE = re.compile(r"\[SIMULATION\]:\s*(.*?),\s*func (\w+), file ParseInput\.cpp")
 # The torch_npu stand-in's refusal (runtime/devices/standin): the test calls a torch_npu op only an NPU can run.
-_NEEDS_NPU = re.compile(r"(torch_npu\.\w+)\(\) needs a real NPU")
+_NEEDS_NPU = re.compile(r"\b(torch(?:_npu)?\.[\w.]+?)(\(\))?(?: on an npu device)? needs a real NPU")
 
 
 def detect(texts: str) -> str | None:
@@ -21,9 +28,13 @@ def detect(texts: str) -> str | None:
     found = list(dict.fromkeys(_NO_PIPE.findall(texts)))
     if found:
         return f"the SIM cost model of this pypto has no pipe for opcode {', '.join(found)}, which the kernel uses"
-    calls = list(dict.fromkeys(_NEEDS_NPU.findall(texts)))
+    parse = _COST_MODEL_PARSE.search(texts)
+    if parse:
+        return (f"the SIM cost model of this pypto cannot read the compiled kernel ({parse.group(2)}: "
+                f"{parse.group(1).strip()[:160]})")
+    calls = list(dict.fromkeys(name + "()" for name, _ in _NEEDS_NPU.findall(texts)))
     if calls:
-        return f"the test calls {', '.join(c + '()' for c in calls)}, which only a real NPU can run"
+        return f"the test calls {', '.join(calls)}, which only a real NPU can run"
     return None
 
 

@@ -14,6 +14,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -207,6 +208,19 @@ class Stack:
         raise AssertionError(f"gave up after {deadline_s:.0f} s waiting for {what}; last seen {seen}\n{tail}")
 
 
+@contextmanager
+def running(name: str, env: dict[str, str], logs: Path, worker: str | None = None) -> Iterator[Stack]:
+    """A Stack with its API up (and one SIM worker, when named), stopped afterwards whatever happened."""
+    s = Stack(name, env, logs)
+    try:
+        s.start_api()
+        if worker:
+            s.start_worker(worker)
+        yield s
+    finally:
+        s.stop()
+
+
 def _tokens(url: str) -> tuple[str, str]:
     engine = make_engine(url)
     try:
@@ -270,10 +284,6 @@ BACKENDS = [
 def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """The API and one SIM worker on the backend, for the module's tests."""
     env = request.getfixturevalue(f"{request.param}_env")
-    s = Stack(request.param, dict(env), tmp_path_factory.mktemp(f"logs-{request.param}"))
-    try:
-        s.start_api()
-        s.start_worker(f"e2e-{request.param}")
+    with running(request.param, dict(env), tmp_path_factory.mktemp(f"logs-{request.param}"),
+                 worker=f"e2e-{request.param}") as s:
         yield s
-    finally:
-        s.stop()

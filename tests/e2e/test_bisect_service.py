@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO
-from tests.e2e.conftest import Stack
+from tests.e2e.conftest import Stack, running
 from tests.runtime.bisect_history import WRONG, commit, new_repo, operator_files
 from tests.server.suites import sim_report
 
@@ -25,13 +25,8 @@ CASE = "scale_add_32x64"
 
 @pytest.fixture(scope="module")
 def service(sqlite_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    s = Stack("sqlite", dict(sqlite_env), tmp_path_factory.mktemp("logs-bisect"))
-    try:
-        s.start_api()
-        s.start_worker("e2e-bisect")
+    with running("sqlite", dict(sqlite_env), tmp_path_factory.mktemp("logs-bisect"), worker="e2e-bisect") as s:
         yield s
-    finally:
-        s.stop()
 
 
 def five(root: Path) -> tuple[Path, list[str]]:

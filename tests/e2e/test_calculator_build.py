@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import Stack, alive, descendants
+from tests.e2e.conftest import Stack, alive, descendants, running
 
 pytestmark = pytest.mark.slow
 
@@ -16,12 +16,8 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def fresh_cache_stack(sqlite_env: dict[str, str], tmp_path: Path) -> Iterator[Stack]:
     env = {**sqlite_env, "CACHE_DIR": str(tmp_path / "empty-cache")}
-    stack = Stack("calc", env, tmp_path)
-    try:
-        stack.start_api()
+    with running("calc", env, tmp_path) as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 def _builders(pid: int) -> list[int]:

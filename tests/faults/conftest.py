@@ -15,7 +15,7 @@ import pytest
 
 from server import migrate
 from server.config import Settings
-from tests.e2e.conftest import FAST_ENV, Stack, _tokens, clean_env
+from tests.e2e.conftest import FAST_ENV, Stack, _tokens, clean_env, running
 
 FAULT_ENV = {**FAST_ENV, "SWEEP_INTERVAL_S": "1", "MAX_ATTEMPTS": "60"}
 SLEEPER = "import time\ntime.sleep({seconds})\nprint('slept')\n"
@@ -45,9 +45,5 @@ def results_of(stack: Stack, job_id: int) -> list[dict[str, Any]]:
 @pytest.fixture
 def fault_stack(tmp_path: Path, calculator_cache: Path) -> Iterator[Stack]:
     """An API on SQLite and the embedded broker; the test starts and kills workers."""
-    s = Stack("faults", env_for(tmp_path / "data", calculator_cache), tmp_path)
-    try:
-        s.start_api()
+    with running("faults", env_for(tmp_path / "data", calculator_cache), tmp_path) as s:
         yield s
-    finally:
-        s.stop()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from client.submit import bundle
-from tests.e2e.conftest import Stack, sqlite_env  # noqa: F401  (the fixture, used by name below)
+from tests.e2e.conftest import Stack, running, sqlite_env  # noqa: F401  (the fixture, used by name below)
 from tests.hostile.evidence_kit import NORMAL, package, secret_file
 
 pytestmark = pytest.mark.slow
@@ -22,13 +22,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def service(sqlite_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:  # noqa: F811
-    stack = Stack("sqlite", dict(sqlite_env), tmp_path_factory.mktemp("hostile-service-logs"))
-    try:
-        stack.start_api()
-        stack.start_worker("hostile-evidence")
+    with running("sqlite", dict(sqlite_env), tmp_path_factory.mktemp("hostile-service-logs"),
+                 worker="hostile-evidence") as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 def test_logs_and_artifacts_hold_no_linked_secret(service: Stack, tmp_path: Path) -> None:

@@ -38,13 +38,15 @@ class Child:
     command: list[str]
     env: dict[str, str]
     umask: int = -1
+    mute_stdout: bool = False  # Celery says "worker: Warm shutdown (MainProcess)" on stdout, its logs go to stderr
     proc: subprocess.Popen[bytes] | None = None
     restarts: int = 0
     started_at: float = 0.0
     failures: int = field(default=0)  # deaths in a row without a stable run
 
     def start(self) -> None:
-        self.proc = child_processes.start(self.command, self.env, umask=self.umask)
+        self.proc = child_processes.start(self.command, self.env, umask=self.umask,
+                                          stdout=subprocess.DEVNULL if self.mute_stdout else None)
         self.started_at = time.monotonic()
 
     def exited(self) -> bool:
@@ -160,7 +162,8 @@ def run(args: argparse.Namespace) -> int:
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     api = Child("api", _api_command(args.host, args.port, args.verbose), env, umask=datadir.PRIVATE_UMASK)
     worker = Child("worker", celery_command(["sim"], args.concurrency, "sim-local",
-                                            "INFO" if args.verbose else "WARNING", quiet=not args.verbose), env)
+                                            "INFO" if args.verbose else "WARNING", quiet=not args.verbose), env,
+                   mute_stdout=not args.verbose)
     children = [api, worker]
     code = 0
     try:

@@ -53,6 +53,11 @@ def of_cases(cases: list[dict[str, Any]]) -> Coverage:
                     npu=sum(1 for c in cases if c.get("npu") is not None))
 
 
+def of_operator(op: Any) -> Coverage:
+    """Coverage as results.refresh_operator counted it on the operator's row (the overview's one read)."""
+    return Coverage(total=op.case_count, sim=op.sim_cases, graph=op.graph_cases, npu=op.npu_cases)
+
+
 def for_operators(session: Session, operator_ids: list[int]) -> dict[int, Coverage]:
     """Coverage of many operators in one aggregate query."""
     if not operator_ids:

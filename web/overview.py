@@ -63,7 +63,7 @@ def overview(request: Request, session: SessionDep, caller: Reader,
     params = {"verdict": f.verdict, "mode": mode, "branch": branch, "author": author, "since": since, "q": q,
               "per_page": per_page if per_page != 50 else ""}
     pages = max(1, -(-total // per_page))
-    active = sum(n for (_q, status), n in queries.jobs_by_state(session).items() if status in ACTIVE)
+    active = queries.count_jobs(session, ACTIVE)
     return render(request, "overview.html", caller, active=active, refresh_s=REFRESH_S,
                   rows=[operator_row(op) for op in operators], total=total,
                   counts=queries.verdict_counts(session), verdicts=COMBINED, flagged=FLAGGED, f=f,

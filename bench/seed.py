@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import create_engine, text
 
-from server.services import history_spans
+from server.services import history_spans, results
 
 # The spread of verdicts across operators: most pass or are flagged, a few are broken.
 VERDICT_WEIGHTS = {"pass": 30, "sim_garbage_npu_ok": 25, "sim_garbage_graph_ok": 15, "awaiting_npu": 10,
@@ -73,6 +73,7 @@ def seed(url: str, operators: int, jobs_per_op: int, cases: int, report_bytes: i
                 "UPDATE operators SET latest_sim_job_id = (SELECT max(job_id) FROM case_results r WHERE r.operator_id "
                 "= operators.id AND r.mode = 'sim'), latest_npu_job_id = (SELECT max(job_id) FROM case_results r "
                 "WHERE r.operator_id = operators.id AND r.mode = 'npu')")
+            results.refresh_case_counts(conn)  # the overview row's case counts, as refresh_operator keeps them
             history_spans.rebuild(conn)  # what the service keeps at write time (docs/history.md §6)
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             # VACUUM sets the visibility map as autovacuum does on an insert-only table, so that

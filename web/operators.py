@@ -15,7 +15,7 @@ from server.services.combined import FLAGGED
 from web import case_charts, charts, diff_chart, drift_chart
 from web.deps import Reader, render
 from web.errors import HtmlRoute
-from web.overview import operator_row
+from web.overview import case_rows, operator_row
 
 router = APIRouter(route_class=HtmlRoute)
 HISTORY_RUNS = history.DEFAULT_RUNS  # the default window: the last runs, drawn one point each
@@ -45,7 +45,7 @@ def operator_page(request: Request, name: str, session: SessionDep, caller: Read
     case = case or None
     runs = history.operator_history(session, operator.id, history_window(range, case)).points
     failed = queries.graph_failed_jobs(session, [p["job_id"] for p in runs], case)
-    row = operator_row(operator, queries.case_summaries(session, [operator.id])[operator.id])
+    row = dict(operator_row(operator), cases=case_rows(queries.case_summaries(session, [operator.id])[operator.id]))
     per_case = None if case else case_charts.build(session, operator.id, history_window(range), runs,
                                                    {c["case"]: c["combined_verdict"] for c in row["cases"]})
     jobs = queries.recent_jobs(session, RECENT_JOBS, operator_id=operator.id)

@@ -24,25 +24,27 @@ router = APIRouter(route_class=HtmlRoute)
 PER_PAGE_CHOICES = (25, 50, 100, 200)
 ACTIVE = (QUEUED, RUNNING)  # while any job is in these states the overview refreshes itself
 REFRESH_S = 10
-# What a row and its case table show of each case's latest results (web/templates/overview.html):
-# plain rows of these columns, not ORM objects, for 200 rows of 10 cases a page.
+# The case table a row opens: these columns of each case's latest results, loaded for one operator
+# when the row is opened (/cases?operator=NAME), never for a whole page (docs/dashboard.md §6).
 CASE_COLUMNS = (CaseResult.id, CaseResult.job_id, CaseResult.verdict, CaseResult.max_abs_diff, CaseResult.nan_count,
                 CaseResult.output_written, CaseResult.graph_status, CaseResult.graph_max_abs_diff, CaseResult.atol,
-                CaseResult.aicore_time_us, CaseResult.case, CaseResult.kernel_launches)  # the last two: coverage
+                CaseResult.aicore_time_us, CaseResult.case)
 SINCE = {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7), "30d": timedelta(days=30)}
 
 
-def operator_row(op: Any, cases: list[dict[str, Any]]) -> dict[str, Any]:
-    """What one matrix row shows, from the operator's denormalized state and its cases."""
-    sims = [c["sim"] for c in cases if c["sim"] is not None]
-    summary = SimpleNamespace(max_abs_diff=op.sim_max_abs_diff, verdict=op.sim_verdict,
-                              nan_count=sum(r.nan_count or 0 for r in sims),
-                              output_written=False if sims and all(r.output_written is False for r in sims) else None)
+def operator_row(op: Any) -> dict[str, Any]:
+    """What one matrix row shows: the operator's row alone, its cases counted at write time
+    (results.refresh_operator), so that a page's cost does not grow with its cases."""
+    summary = SimpleNamespace(max_abs_diff=op.sim_max_abs_diff, verdict=op.sim_verdict, nan_count=op.sim_nan_count,
+                              output_written=False if op.sim_unwritten else None)
     flagged = op.combined_verdict in FLAGGED
-    return {"op": op, "cases": [dict(c, sim_diff=fmt.sim_diff(c["sim"], c["combined_verdict"] in FLAGGED))
-                                for c in cases],
-            "sim_diff": fmt.sim_diff(summary if op.latest_sim_job_id else None, flagged),
-            "flagged": flagged, "coverage": coverage.of_cases(cases)}
+    return {"op": op, "sim_diff": fmt.sim_diff(summary if op.latest_sim_job_id else None, flagged),
+            "flagged": flagged, "coverage": coverage.of_operator(op)}
+
+
+def case_rows(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each case as a case table shows it, its SIM diff worded (queries.case_summaries' rows)."""
+    return [dict(c, sim_diff=fmt.sim_diff(c["sim"], c["combined_verdict"] in FLAGGED)) for c in cases]
 
 
 @router.get("/", response_class=HTMLResponse, name="overview")
@@ -58,13 +60,12 @@ def overview(request: Request, session: SessionDep, caller: Reader,
                                branch=branch.strip() or None, author=author.strip() or None,
                                since=utcnow() - SINCE[since] if since else None)
     operators, total = queries.list_operators(session, f, limit=per_page, offset=(page - 1) * per_page)
-    cases = queries.case_summaries(session, [op.id for op in operators], *CASE_COLUMNS)
     params = {"verdict": f.verdict, "mode": mode, "branch": branch, "author": author, "since": since, "q": q,
               "per_page": per_page if per_page != 50 else ""}
     pages = max(1, -(-total // per_page))
-    active = sum(n for (_q, status), n in queries.jobs_by_state(session).items() if status in ACTIVE)
+    active = queries.count_jobs(session, ACTIVE)
     return render(request, "overview.html", caller, active=active, refresh_s=REFRESH_S,
-                  rows=[operator_row(op, cases.get(op.id, [])) for op in operators], total=total,
+                  rows=[operator_row(op) for op in operators], total=total,
                   counts=queries.verdict_counts(session), verdicts=COMBINED, flagged=FLAGGED, f=f,
                   params=params, mode=mode, since=since, since_choices=list(SINCE), page=page, pages=pages,
                   per_page=per_page, per_page_choices=PER_PAGE_CHOICES, labels=queries.label_values(session),
@@ -77,3 +78,13 @@ def _query(params: dict[str, Any], **changes: Any) -> str:
     merged = {**params, **changes}
     return urlencode([(k, v) for k, vs in merged.items() for v in (vs if isinstance(vs, list) else [vs])
                       if v not in ("", None) and not (k == "page" and v == 1)])
+
+
+@router.get("/cases", response_class=HTMLResponse, name="overview_cases")
+def overview_cases(request: Request, session: SessionDep, caller: Reader,
+                   operator: Annotated[str, Query(min_length=1, max_length=200)]) -> HTMLResponse:
+    """One overview row's case table, on a page of its own: what the row's <details> shows when opened
+    (web/static/app.js lifts the table in), and where it links without JavaScript."""
+    op = queries.get_operator(session, operator)
+    cases = case_rows(queries.case_summaries(session, [op.id], *CASE_COLUMNS)[op.id])
+    return render(request, "overview_cases.html", caller, op=op, row=operator_row(op), cases=cases)

@@ -45,12 +45,9 @@ class Coverage:
         return f"{LABELS[mode]} {self.of(mode)}/{self.total} case{'' if self.total == 1 else 's'}"
 
 
-def of_cases(cases: list[dict[str, Any]]) -> Coverage:
-    """Coverage of case summaries as queries.case_summaries returns them."""
-    return Coverage(total=len(cases), sim=sum(1 for c in cases if kernel_ran(c.get("sim"))),
-                    graph=sum(1 for c in cases if kernel_ran(c.get("sim"))
-                              and c["sim"].graph_status in GRAPH_JUDGED),
-                    npu=sum(1 for c in cases if c.get("npu") is not None))
+def of_operator(op: Any) -> Coverage:
+    """Coverage as results.refresh_operator counted it on the operator's row (the overview's one read)."""
+    return Coverage(total=op.case_count, sim=op.sim_cases, graph=op.graph_cases, npu=op.npu_cases)
 
 
 def for_operators(session: Session, operator_ids: list[int]) -> dict[int, Coverage]:

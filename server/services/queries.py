@@ -172,6 +172,11 @@ def jobs_by_state(session: Session) -> dict[tuple[str, str], int]:
     return {(q, s): int(n) for q, s, n in rows}
 
 
+def count_jobs(session: Session, statuses: Sequence[str]) -> int:
+    """Jobs in these states, counted from the status index: what is running, not the whole history."""
+    return int(session.scalar(select(func.count()).select_from(Job).where(Job.status.in_(statuses))) or 0)
+
+
 def recent_jobs(session: Session, limit: int = 50, operator_id: int | None = None) -> list[Job]:
     stmt = select(Job).order_by(Job.id.desc()).limit(limit)
     if operator_id is not None:

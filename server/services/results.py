@@ -22,7 +22,7 @@ from server.errors import InvalidInput
 from server.models import CaseResult, CaseState, Job, Operator, Submission
 from server.models.base import utcnow
 from server.models.job import CANCELLED, ERROR, FAILED, RUNNING, SUCCEEDED, TIMEOUT
-from server.services import combined, history_spans, provenance, queries, suite_runs
+from server.services import combined, coverage, history_spans, provenance, queries, suite_runs
 from server.services.jobs import finish
 
 def validate_report(report: Any) -> dict[str, Any]:
@@ -152,7 +152,8 @@ def refresh_operator(session: Session, operator_id: int) -> None:
                              .where(CaseState.operator_id == operator_id)).all()
     results = queries.state_results(session, states, CaseResult.id, CaseResult.job_id, CaseResult.verdict,
                                     CaseResult.max_abs_diff, CaseResult.graph_status, CaseResult.graph_max_abs_diff,
-                                    CaseResult.atol, CaseResult.aicore_time_us)
+                                    CaseResult.atol, CaseResult.aicore_time_us, CaseResult.case,
+                                    CaseResult.kernel_launches, CaseResult.nan_count, CaseResult.output_written)
     sims = [results[s.sim_result_id] for s in states if s.sim_result_id in results]
     npus = [results[s.npu_result_id] for s in states if s.npu_result_id in results]
     counts: dict[str, int] = {}
@@ -173,10 +174,35 @@ def refresh_operator(session: Session, operator_id: int) -> None:
     operator.aicore_time_us = _max([r.aicore_time_us for r in sims])
     operator.latest_sim_job_id = max((r.job_id for r in sims), default=None)
     operator.latest_npu_job_id = max((r.job_id for r in npus), default=None)
+    ran = [r for r in sims if coverage.kernel_ran(r)]
+    operator.sim_cases = len(ran)
+    operator.graph_cases = sum(1 for r in ran if r.graph_status in coverage.GRAPH_JUDGED)
+    operator.npu_cases = len(npus)
+    operator.sim_nan_count = sum(r.nan_count or 0 for r in sims)
+    operator.sim_unwritten = bool(sims) and all(r.output_written is False for r in sims)
     latest = session.scalar(select(Submission).where(Submission.operator == operator.name)
                             .order_by(Submission.id.desc()).limit(1))
     operator.labels = dict(latest.labels) if latest else {}
     operator.updated_at = utcnow()
+
+
+# refresh_operator's case counts for every operator at once, in SQL (both dialects): for a database
+# whose operators predate them (migration 0012) and for bench/seed.py's bulk rows.
+_SIM = ("FROM case_states s JOIN case_results r ON r.id = s.sim_result_id WHERE s.operator_id = operators.id")
+_RAN = f"{_SIM} AND r.kernel_launches > 0 AND r.\"case\" != '{coverage.RUN_WHOLE_CASE}'"
+_GRAPH_JUDGED = ", ".join(f"'{s}'" for s in coverage.GRAPH_JUDGED)
+CASE_COUNTS_SQL = (
+    f"UPDATE operators SET sim_cases = (SELECT count(*) {_RAN}), "
+    f"graph_cases = (SELECT count(*) {_RAN} AND r.graph_status IN ({_GRAPH_JUDGED})), "
+    "npu_cases = (SELECT count(*) FROM case_states s JOIN case_results r ON r.id = s.npu_result_id "
+    "WHERE s.operator_id = operators.id), "
+    f"sim_nan_count = (SELECT coalesce(sum(r.nan_count), 0) {_SIM}), "
+    f"sim_unwritten = (SELECT count(*) > 0 AND count(*) = count(CASE WHEN r.output_written = false THEN 1 END) {_SIM})")
+
+
+def refresh_case_counts(conn: Any) -> None:
+    """CASE_COUNTS_SQL on a connection."""
+    conn.exec_driver_sql(CASE_COUNTS_SQL)
 
 
 _MODE_ORDER = ("suspect_fake_pass", "crash", "timeout", "resource_limit", "structural_error", "graph_fail",

@@ -272,6 +272,7 @@ def every_page(live: dict[str, Any]) -> list[tuple[str, str]]:
              ("error-404-compare", "/suite-runs/999999/compare/1"),
              ("error-404-operator", "/operators/" + "no_such_operator_" * 8)]
             + [(f"operator-{i}", f"/operators/{name}") for i, name in enumerate(operators)]
+            + [(f"cases-{i}", f"/cases?operator={name}") for i, name in enumerate(("scale_add", seeding.LONG_NAME))]
             + [(f"job-{name}", f"/jobs/{job_id}") for name, job_id in jobs.items()])
 
 

@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from fastapi import FastAPI
@@ -88,6 +89,25 @@ def test_overview_claims_match_the_stored_cases(client: TestClient, app: FastAPI
               for a in page.find("nav", cls="counts").find_all("a") if "all" not in a.classes}
     for verdict, n in counts.items():
         assert n == sum(1 for t in truth.values() if t["verdict"] == verdict), verdict
+
+
+def test_each_row_s_case_table_agrees_with_the_stored_cases(client: TestClient, app: FastAPI) -> None:
+    """What an overview row shows when opened (/cases?operator=NAME, lifted in by web/static/app.js)."""
+    for name, t in stored(app).items():
+        page = get(client, "/cases?" + urlencode({"operator": name}))
+        if not t["cases"]:
+            assert not page.find_all("div", id="op-cases"), name
+            continue
+        trs = page.find("div", id="op-cases").find("tbody").find_all("tr")
+        assert len(trs) == len(t["cases"]), name
+        for tr in trs:
+            case = tr.find("th").find("span", cls="trunc").attrs["title"]
+            combined, sim, npu = t["cases"][case]
+            cells = {td.attrs["data-label"]: td for td in tr.find_all("td")}
+            assert f"v-{combined}" in cells["Combined"].find("span", cls="verdict").classes, (name, case)
+            assert (cells["NPU diff / tol"].text() == "—") == (npu is None), (name, case)
+            if sim is not None:
+                graph_claims_ok(cells["Graph"], [sim])
 
 
 def test_operator_pages_agree_with_the_stored_cases(client: TestClient, app: FastAPI) -> None:

@@ -78,10 +78,19 @@ def test_defects_are_marked(client: TestClient) -> None:
 
 
 def test_cases_expand_with_links_to_their_jobs(client: TestClient) -> None:
+    """A row's case table is loaded when opened, from the page its link names (readable without JavaScript)."""
     details = row(get(client, "/"), "scale_add").find("details")
     assert details.find("summary").text().startswith("2 cases")
-    links = [a.attrs["href"] for a in details.find_all("a")]
+    [link] = details.find_all("a")
+    assert details.attrs["data-cases"] == link.attrs["href"] == "/cases?operator=scale_add"
+    table = get(client, link.attrs["href"]).find("div", id="op-cases")
+    links = [a.attrs["href"] for a in table.find_all("a")]
     assert len(links) == 2 and all(h.startswith("/jobs/") and "#case-scale_add_" in h for h in links)
+
+
+def test_a_row_s_cases_page_answers_bad_names_clearly(client: TestClient) -> None:
+    assert "no operator" in get(client, "/cases?operator=no_such_op", status=404).find("p", cls="detail").text()
+    assert "operator" in get(client, "/cases", status=422).find("p", cls="detail").text()
 
 
 def test_verdict_counts_link_to_filters(client: TestClient) -> None:

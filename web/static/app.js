@@ -163,7 +163,30 @@
     }, ms);
   }
 
+  // Overview: a row's case table is fetched when the row is first opened, from the page its link
+  // names (/cases?operator=...), so the overview itself reads one row per operator (docs/dashboard.md §6).
+  function lazyCases(details) {
+    details.addEventListener("toggle", function () {
+      if (!details.open || details.getAttribute("data-loaded")) { return; }
+      details.setAttribute("data-loaded", "loading");
+      fetch(details.getAttribute("data-cases"), {credentials: "same-origin", headers: {"Accept": "text/html"}})
+        .then(function (r) { if (!r.ok) { throw new Error("HTTP " + r.status); } return r.text(); })
+        .then(function (html) {
+          var table = new DOMParser().parseFromString(html, "text/html").getElementById("op-cases");
+          if (!table) { throw new Error("no case table"); }
+          table.removeAttribute("id");
+          var link = details.querySelector(".cases-link");
+          details.insertBefore(document.importNode(table, true), link);
+          link.remove();
+          localiseTimes(details);
+          details.setAttribute("data-loaded", "yes");
+        })
+        .catch(function () { details.removeAttribute("data-loaded"); });  // the link stays: it still works
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    if (window.fetch && window.DOMParser) { document.querySelectorAll("details[data-cases]").forEach(lazyCases); }
     localiseTimes(document);
     var overviewLive = document.getElementById("overview-live");
     if (overviewLive) { refreshOverview(overviewLive); }

@@ -94,8 +94,10 @@ def test_overview_shows_the_flag(page: Any, live: dict[str, Any]) -> None:
     # JavaScript shows timestamps in local time (the server's UTC text stays in the title).
     when = page.locator("time[data-local]").first
     assert "UTC" not in when.inner_text() and "UTC" in when.get_attribute("title")
+    assert flagged.locator("table.cases").count() == 0  # the page carries no case table: opening fetches it
     flagged.locator("summary").click()
     sync_api.expect(flagged.locator("table.cases")).to_be_visible()
+    sync_api.expect(flagged.locator("details.op-cases")).to_have_attribute("data-loaded", "yes")
     shot(page, "overview")
 
 

@@ -46,6 +46,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         pages = (["/", "/coverage", "/submit", "/submit?mode=npu", "/workers", "/suites", "/audit"]
                  + [f"/jobs/{i}" for i in session.scalars(select(Job.id))]
                  + [f"/operators/{n}" for n in session.scalars(select(Operator.name))]
+                 + [f"/cases?operator={n}" for n in session.scalars(select(Operator.name))]
                  + [f"/suite-runs/{i}" for i in session.scalars(select(SuiteRun.id))])
     suite = info["suite"]
     pages.append(f"/suite-runs/{suite['second']}/compare/{suite['first']}")

@@ -160,7 +160,8 @@ def test_the_page_query_count_does_not_grow_with_its_size(client: TestClient, ap
     statements: list[str] = []
 
     def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        statements.append(statement)
+        if "api_tokens" not in statement:  # sign-in's token lookup, and its throttled last_used_at write
+            statements.append(statement)
 
     event.listen(app.state.engine, "before_cursor_execute", count)
     try:

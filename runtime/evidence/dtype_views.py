@@ -94,8 +94,10 @@ def _caller() -> str:
 def reason(found: list[dict[str, Any]]) -> str:
     """One line naming the view and what it does to graph evidence."""
     first = found[0]
+    valid = ", ".join(str(d) if isinstance(d, int) else "runtime" for d in first["valid_shape"])
     more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    maybe = "" if isinstance(first["valid_shape"][-1], int) else "its valid last dimension is known only at run time; if partial, "
     return (f"{first['kernel'] or 'a kernel'} views a {first['from_dtype']} tensor {first['shape']} with valid shape "
-            f"{first['valid_shape']} as {first['to_dtype']} at {first['where'] or 'its source'}{more}: pypto 0.2.0's "
+            f"[{valid}] as {first['to_dtype']} at {first['where'] or 'its source'}{more}: {maybe}pypto 0.2.0's "
             "graph-verify calculator zeroes the rows of such a view past its first valid bytes, so the graph's values "
             f"are not evidence ({RULE}, docs/realops.md §9)")

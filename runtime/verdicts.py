@@ -83,6 +83,7 @@ class Evidence:
     resource_limit: str = ""  # which limit stopped the job, and how to raise it (structural resource_limit)
     version_skew: str | None = None  # what the installed pypto lacks, when the failure says so (runtime.judge.skew)
     sim_gap: str | None = None  # what this host's SIM cannot simulate, when the failure says so (runtime.judge.simgap)
+    graph_untrusted: str = ""  # why graph verify's values are no evidence for this kernel (runtime.evidence.dtype_views)
 
 
 def decide(ev: Evidence) -> tuple[str, str, str]:
@@ -161,6 +162,13 @@ def _decide_sim(ev: Evidence, matches: bool, shape_ok: bool) -> tuple[str, str, 
 
 
 def _decide_script(ev: Evidence) -> tuple[str, str, str]:
+    if ev.mode == "sim" and ev.kernel_launches > 0 and ev.graph_untrusted and not ev.golden_fallback and (
+            (ev.exit_code == 0 and ev.structural == "ok")
+            or (ev.raised_after_launches and ev.failed_type in SIM_ASSERT_FAILURES)):
+        # The script's checks, passed or failed, read values a known calculator limit computed wrongly.
+        return SIM_OUTPUT_UNWRITTEN, "not_applicable", (
+            "SIM ran the kernels; the script's own checks then read the graph-verify calculator's values, which are "
+            f"no evidence for this kernel: {ev.graph_untrusted}")
     if ev.mode == "sim" and ev.kernel_launches > 0 and ev.graph_status == "fail":
         return GRAPH_FAIL, "not_applicable", (
             "the script's own check failed on the kernel's tensor graph run on the CPU: its maths or tiling is wrong")

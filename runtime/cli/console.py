@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from runtime import numbers, verdicts, vocabulary
+from runtime.evidence import dtype_views
 from runtime.judge import simgap
 from runtime.report import CaseResult, Diagnosis, Report
 
@@ -47,6 +48,9 @@ def _graph_text(case: CaseResult) -> str:
     gm = gv.get("metrics") or {}
     if (gv.get("emulated_npu_branch") or {}).get("status") == "inconclusive":  # docs/realops.md §9
         return f"{status}, emulated NPU inconclusive"
+    rule = gv.get("rule") or (gv.get("emulated_npu_branch") or {}).get("rule")
+    if rule == dtype_views.RULE:  # a dtype view the calculator gets wrong (docs/realops.md §9)
+        return f"{status}, {rule}"
     compares = [a["compare"] for a in gv.get("asserts") or [] if isinstance(a, dict) and a.get("compare")]
     if not gm and compares:  # bare asserts on a float read from a kernel output (docs/realops.md §9)
         return f"{status}, assert {compares[0]}" + (f" (+{len(compares) - 1})" if len(compares) > 1 else "")
@@ -182,6 +186,11 @@ def print_report(report: Report, console: Console | None = None) -> None:
         if (case.verdict in (verdicts.SUSPECT_FAKE_PASS, verdicts.VERSION_SKEW) or case.sim_gap or own_check) \
                 and case.verdict_reason:
             _print_indented(console, f"{case.case}: {case.verdict_reason}", 0)
+    for case in report.cases:  # graph evidence set aside for a known calculator limit (docs/realops.md §9)
+        gv = case.graph_verify or {}
+        limit = gv if gv.get("rule") == dtype_views.RULE else gv.get("emulated_npu_branch") or {}
+        if limit.get("rule") == dtype_views.RULE:
+            _print_indented(console, f"{case.case}: graph evidence set aside: {limit.get('reason')}", 0)
     grouped, noise = _group_diagnoses(report)
     if grouped:
         console.print("[bold]diagnosis[/]")

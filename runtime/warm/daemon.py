@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from runtime.fence import cgroup
+from runtime.fence import cgroup, hostview
 from runtime.warm.parent import _preload, _send, session
 
 DOOR_CHECK_S = 30.0  # while idle, this often it checks that its socket is still there and still its own
@@ -54,7 +54,11 @@ def _still_ours(path: Path, inode: int) -> bool:
 
 
 def serve(path: Path, mode: str, scratch: Path, digest: str, idle_s: float) -> None:
+    # The host's view once, as a private warm parent learns it (runtime/warm/parent.py): every job leader
+    # forked from here inherits it instead of walking the host's filesystems itself (docs/run-daemon.md).
+    scan = hostview.start_scan()
     info = _preload(mode)
+    hostview.learn(scan)
     cgroup.sweep()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -82,6 +82,9 @@ def session(sock: socket.socket, listener: socket.socket | None = None,
     """Serve one client until it quits or goes away. `listener` (the daemon's, runtime/warm/daemon.py)
     is closed in every job leader and watched meanwhile: `on_knock(listener)` answers a second caller.
     True when the client asked the process to shut down (`{"op": "shutdown"}`)."""
+    if not hostview.learned():  # else every job leader would walk the host's filesystems itself (~2 s)
+        raise RuntimeError("the warm parent serves jobs only after it has learned the host's view")
+
     def send(obj: dict[str, Any]) -> None:
         _send(sock, obj)
 

@@ -69,6 +69,12 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"]:  # the run daemon does the whole run when it can (docs/run-daemon.md)
+        from runtime.cli.handoff import hand_off
+
+        code = hand_off(argv[1:])
+        if code is not None:
+            return code
     args = build_parser(argv).parse_args(argv)
     func = getattr(args, "func", None)
     if func is None:

@@ -122,10 +122,12 @@ def _terminated(signum: int, _frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def run_command(args: argparse.Namespace, loaded: Any = None, reports: list[Any] | None = None) -> int:
+def run_command(args: argparse.Namespace, loaded: Any = None, reports: list[Any] | None = None,
+                warm: Any = None) -> int:
     """Run one submission: `args.path`, or `loaded` (an operator of a checkout, runtime.cli.cli_checkout).
 
-    With `reports`, the report is appended there instead of written to --json.
+    With `reports`, the report is appended there instead of written to --json. `warm`: the warm parent
+    to use (a run handed to the run daemon, runtime/cli/run_daemon.py); else the daemon's or a private one.
     """
     if loaded is None and (getattr(args, "list", False) or getattr(args, "op", None)):
         from runtime.cli.cli_checkout import checkout_command
@@ -139,14 +141,14 @@ def run_command(args: argparse.Namespace, loaded: Any = None, reports: list[Any]
     # the caller's own handler is back once the run is over.
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
-        return _run_and_print(args, options, loaded, reports, err)
+        return _run_and_print(args, options, loaded, reports, err, warm)
     finally:
         if previous is not None:  # None: a handler not set from Python, nothing to restore
             signal.signal(signal.SIGTERM, previous)
 
 
 def _run_and_print(args: argparse.Namespace, options: Any, loaded: Any, reports: list[Any] | None,
-                   err: Any) -> int:
+                   err: Any, warm: Any = None) -> int:
     from rich.console import Console
 
     from runtime.cli.console import print_report
@@ -157,7 +159,7 @@ def _run_and_print(args: argparse.Namespace, options: Any, loaded: Any, reports:
         def progress(case, done, total):  # type: ignore[no-untyped-def]
             err.print(f"[{done}/{total}] {case.case}: {case.verdict} ({case.duration_s:.2f} s)")
 
-        warm = _daemon(args, options)
+        warm = warm or _daemon(args, options)
         try:
             report = run_submission(args.path, options, warm=warm, on_case=progress, loaded=loaded)
         finally:

@@ -84,6 +84,11 @@ def learn(scan_fd: int | None = None) -> HostView:
     return _learned
 
 
+def learned() -> bool:
+    """Whether this process has learned the view (the warm parent must, before it forks a job leader)."""
+    return _learned is not None
+
+
 def _scanned(fd: int | None) -> Writable:
     if fd is None:
         return scan_writable()

@@ -15,13 +15,10 @@ from typing import Any, Iterator
 
 from runtime.fence.jobenv import write_sim_config
 from runtime.fence.scratch import WARM_PREFIX, OwnedDir, sweep_dead
+# parent_environment is the warm parent's allow-listed environment (runtime/warm/inherit.py).
+from runtime.warm.inherit import parent_environment  # noqa: F401
 
 READY_TIMEOUT_S = 180.0
-# What the warm parent may inherit from its starter, by name or prefix; nothing else.
-PARENT_PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "VIRTUAL_ENV", "LD_LIBRARY_PATH",
-                       "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "TMPDIR")
-# (With our tests' torch_npu double, also its NPU_DOUBLE_* settings, docs/npu.md §5.)
-NPU_PARENT_PREFIXES = ("ASCEND_", "TOOLCHAIN_HOME", "CROSSCHECK_NPU_TEST_DOUBLE")
 # glibc makes up to 8 arenas per core, each reserving 64 MiB of address space; pypto's threads then
 # map gigabytes they never touch. Two arenas keep the job's address space close to its real use.
 MALLOC_ARENA_MAX = "2"
@@ -35,15 +32,6 @@ BOOT = ("import runpy, sys; sys.path.insert(0, sys.argv[1]); module = sys.argv[2
 
 class WarmParentError(RuntimeError):
     """The warm parent could not start or stopped answering (our infrastructure, not the kernel)."""
-
-
-def parent_environment(mode: str) -> dict[str, str]:
-    """The allow-listed part of this process's environment a warm parent of `mode` inherits."""
-    env = {k: v for k, v in os.environ.items() if k in PARENT_PASS_THROUGH}
-    if mode == "npu":  # CANN's set_env.sh variables; a SIM parent must not see ASCEND_HOME_PATH
-        prefixes = NPU_PARENT_PREFIXES + (("NPU_DOUBLE_",) if "CROSSCHECK_NPU_TEST_DOUBLE" in os.environ else ())
-        env.update({k: v for k, v in os.environ.items() if k.startswith(prefixes)})
-    return env
 
 
 def _pypto_lib_dir() -> Path:

@@ -8,7 +8,6 @@ same leader code, so the sandbox and the verdicts are those of a private warm pa
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import socket
@@ -16,16 +15,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from runtime.fence.jobenv import write_sim_config
-from runtime.version import runtime_version
-from runtime.warm.client import READY_TIMEOUT_S, WarmParent, WarmParentError, _pypto_lib_dir
+from runtime.warm import daemon_address
+from runtime.warm.client import BOOT, CODE_ROOT, READY_TIMEOUT_S, WarmParent, WarmParentError, _pypto_lib_dir
 
 IDLE_S = 900.0  # a daemon with no run for this long exits (CROSSCHECK_DAEMON_IDLE_S overrides)
-NO_DAEMON_ENV = "CROSSCHECK_NO_DAEMON"
+NO_DAEMON_ENV = daemon_address.NO_DAEMON_ENV
+DAEMON_MODULE = "runtime.cli.run_daemon"
 
 
 def idle_s() -> float:
@@ -35,21 +34,11 @@ def idle_s() -> float:
         return IDLE_S
 
 
-def _version(dist: str) -> str:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return "not installed"
-
-
 def socket_dir(cache_dir: Path) -> Path:
-    """`<cache>/run-daemon-<uid>`, 0700: only its owner reaches the socket (the daemon also checks)."""
-    d = Path(cache_dir) / f"run-daemon-{os.getuid()}"
-    d.mkdir(parents=True, exist_ok=True)
-    if d.stat().st_uid != os.getuid():
-        raise WarmParentError(f"{d} belongs to another user: not using a run daemon there")
-    d.chmod(0o700)
-    return d
+    try:
+        return daemon_address.socket_dir(cache_dir)
+    except daemon_address.DaemonPlaceError as exc:
+        raise WarmParentError(str(exc)) from None
 
 
 def _own_dir(path: Path) -> Path:
@@ -73,16 +62,7 @@ class DaemonParent(WarmParent):
         self.path: Path | None = self.dir / f"{mode}.sock"
 
     def source_digest(self) -> str:
-        """What the daemon's imports and environment depend on: our code, pypto, torch, the interpreter and
-        the parent's environment, and the starting dir, which its jobs must never see (runtime.fence.hostview
-        learns it once, at the daemon's start). A daemon with another digest is replaced."""
-        parts = [runtime_version(), _version("pypto"), _version("torch"), sys.executable, self.mode,
-                 json.dumps(self.environment_base(), sort_keys=True), os.path.realpath(os.getcwd())]
-        return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
-
-    def environment_base(self) -> dict[str, str]:
-        from runtime.warm.client import parent_environment
-        return parent_environment(self.mode)
+        return daemon_address.source_digest(self.mode)
 
     def start(self) -> dict[str, Any]:
         if self.sock is not None:
@@ -141,8 +121,10 @@ class DaemonParent(WarmParent):
         for sub in ("home", "logs", "output"):
             (self.scratch / sub).mkdir(exist_ok=True)
         self.scratch.chmod(0o755)
-        argv = [sys.executable, "-m", "runtime.warm.daemon", str(self.path), self.mode, str(self.scratch),
-                self.digest, str(idle_s())]
+        # Started as a private warm parent is (-P: nothing of the starting dir on its sys.path); the entry is
+        # the CLI's, which hands whole runs to it (runtime/cli/run_daemon.py).
+        argv = [sys.executable, "-P", "-c", BOOT, str(CODE_ROOT), DAEMON_MODULE, str(self.path), self.mode,
+                str(self.scratch), self.digest, str(idle_s())]
         env = self.environment()
         log = os.open(self.scratch / "warm-parent.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         pid = os.fork()  # twice: the daemon is nobody's child here, in its own session (no Ctrl-C from our terminal)
@@ -173,12 +155,34 @@ class DaemonParent(WarmParent):
         if self.path is None:  # fell back to a private parent
             WarmParent.close(self)
             return
-        if self.sock is not None:
-            try:
-                self._send(b'{"op": "quit"}\n')  # this run's session ends; the daemon stays
-                self.sock.settimeout(30)
-                while self.sock.recv(1 << 16):  # until it closes our session: free for the next run
-                    pass
-            except OSError:
+        _end_session(self)
+
+
+class HandedParent(WarmParent):
+    """The run daemon's warm parent as seen from a run it was handed whole (runtime/cli/run_daemon.py):
+    the session is open on `sock` from the start; close() ends it and the daemon stays."""
+
+    def __init__(self, mode: str, scratch: Path, sock: socket.socket, info: dict[str, Any]):
+        super().__init__(mode, scratch=scratch)
+        self.sock, self._reader, self.info = sock, sock.makefile("rb"), info
+
+    def start(self) -> dict[str, Any]:
+        if self.sock is None:
+            raise WarmParentError("the run daemon's session is closed")
+        return self.info
+
+    def close(self) -> None:
+        _end_session(self)
+
+
+def _end_session(parent: WarmParent) -> None:
+    if parent.sock is not None:
+        try:
+            parent._send(b'{"op": "quit"}\n')  # this run's session ends; the daemon stays
+            parent.sock.settimeout(30)
+            while parent.sock.recv(1 << 16):  # until it closes our session: free for the next run
                 pass
-        self._drop()
+        except OSError:
+            pass
+        parent.sock.close()
+    parent.sock, parent._reader = None, None

@@ -78,21 +78,25 @@ def _send(sock: socket.socket, obj: dict[str, Any]) -> None:
 
 
 def session(sock: socket.socket, listener: socket.socket | None = None,
-            on_knock: Any = None) -> bool:
+            on_knock: Any = None, received: bytes = b"") -> bool:
     """Serve one client until it quits or goes away. `listener` (the daemon's, runtime/warm/daemon.py)
     is closed in every job leader and watched meanwhile: `on_knock(listener)` answers a second caller.
-    True when the client asked the process to shut down (`{"op": "shutdown"}`)."""
+    True when the client asked the process to shut down (`{"op": "shutdown"}`). `received`: what the
+    caller already sent, read before the session began (runtime/warm/daemon.py)."""
+    if not hostview.learned():  # else every job leader would walk the host's filesystems itself (~2 s)
+        raise RuntimeError("the warm parent serves jobs only after it has learned the host's view")
+
     def send(obj: dict[str, Any]) -> None:
         _send(sock, obj)
 
     running: dict[int, _Running] = {}  # by report fd
-    buffer = b""
+    buffer = received
     accepting, shutdown = True, False
     while accepting or running:
         timeout = max(0.0, min((j.deadline for j in running.values()), default=time.monotonic() + 3600)
                       - time.monotonic())
         watched = ([sock] if accepting else []) + ([listener] if listener is not None else []) + list(running)
-        ready, _, _ = select.select(watched, [], [], timeout)
+        ready, _, _ = select.select(watched, [], [], 0 if b"\n" in buffer else timeout)
         if listener is not None and listener in ready:
             on_knock(listener)
         for job in [j for j in running.values() if time.monotonic() >= j.deadline]:
@@ -104,19 +108,19 @@ def session(sock: socket.socket, listener: socket.socket | None = None,
                     os.kill(job.pid, signal.SIGKILL)
                 accepting = False
             buffer += chunk
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
-                request = json.loads(line)
-                if request.get("op") in ("quit", "shutdown"):
-                    accepting, shutdown = False, shutdown or request["op"] == "shutdown"
-                    continue
-                if request.get("op") == "cancel":  # every running job: its leader kills it and reports
-                    for job in running.values():
-                        job.cancelled = True
-                        os.kill(job.pid, signal.SIGTERM)
-                    continue
-                job = _start_leader(request, sock, list(running), listener)
-                running[job.fd] = job
+        while b"\n" in buffer:  # (also lines received before the session began)
+            line, buffer = buffer.split(b"\n", 1)
+            request = json.loads(line)
+            if request.get("op") in ("quit", "shutdown"):
+                accepting, shutdown = False, shutdown or request["op"] == "shutdown"
+                continue
+            if request.get("op") == "cancel":  # every running job: its leader kills it and reports
+                for job in running.values():
+                    job.cancelled = True
+                    os.kill(job.pid, signal.SIGTERM)
+                continue
+            job = _start_leader(request, sock, list(running), listener)
+            running[job.fd] = job
         for fd_ in [f for f in ready if isinstance(f, int) and f in running]:
             job = running[fd_]
             chunk = os.read(fd_, 1 << 16)

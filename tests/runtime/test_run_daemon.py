@@ -147,3 +147,46 @@ def test_a_second_user_cannot_talk_to_the_daemon(cache):
         parent.path.chmod(0o600)
     assert answer["ready"] is False and "only its owner" in answer["error"]
     assert hello(parent.path)["pid"] == pid  # and it still serves its owner
+
+
+HANDED = """
+import json, sys
+from server.cli import main
+code = main(["run", sys.argv[1], "--cache-dir", sys.argv[2], "--json", sys.argv[3], *sys.argv[5:]])
+heavy = sorted({m.split(".")[0] for m in sys.modules} & {"torch", "pypto", "pydantic", "rich", "numpy"})
+open(sys.argv[4], "w").write(json.dumps({"code": code, "heavy": heavy}))
+"""
+
+
+def handed_run(cache: Path, tmp: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], dict, Path]:
+    """`crosscheck run` in a fresh interpreter; what it imported and returned."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CROSSCHECK_")}
+    env.update(PYTHONPATH=str(REPO), COLUMNS="80")
+    report, seen = tmp / "report.json", tmp / "seen.json"
+    report.unlink(missing_ok=True)
+    done = subprocess.run([sys.executable, "-c", HANDED, str(EXAMPLES / "scale_add"), str(cache), str(report),
+                           str(seen), *extra], env=env, cwd="/tmp", capture_output=True, text=True, timeout=600,
+                          check=False)
+    return done, json.loads(seen.read_text()), report
+
+
+@pytest.mark.slow
+def test_a_run_handed_to_the_daemon_imports_nothing_heavy_and_gets_the_same_verdicts(cache, tmp_path):
+    crosscheck_run(cache)  # starts the daemon the ordinary way
+    pid = hello(cache / f"run-daemon-{os.getuid()}" / "sim.sock")["pid"]
+    done, seen, report = handed_run(cache, tmp_path)
+    assert seen == {"code": 0, "heavy": []}, done.stderr  # torch, pypto, pydantic, rich: all in the daemon
+    assert "result: acceptable" in done.stderr and "scale_add" in done.stdout  # printed on our stdio
+    assert by_case(json.loads(report.read_text())) == by_case(crosscheck_run(cache, "--no-daemon"))
+    assert hello(cache / f"run-daemon-{os.getuid()}" / "sim.sock")["pid"] == pid
+
+
+@pytest.mark.slow
+def test_what_the_daemon_cannot_serve_starts_the_ordinary_way(cache, tmp_path):
+    crosscheck_run(cache)
+    # --no-daemon given abbreviated: only the run process's own parser sees it, and hands the run back.
+    done, seen, report = handed_run(cache, tmp_path, "--no-dae")
+    assert seen["code"] == 0 and "rich" in seen["heavy"], done.stderr  # ran and printed here (a private warm parent)
+    assert json.loads(report.read_text())["cases"]
+    done, seen, _ = handed_run(cache, tmp_path, "--case-timeout", "-1")  # a usage error, printed once
+    assert seen == {"code": 2, "heavy": []} and done.stderr.count("usage: crosscheck run") == 1

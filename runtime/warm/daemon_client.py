@@ -49,6 +49,15 @@ def _own_dir(path: Path) -> Path:
     return path
 
 
+def _alive(pid: int) -> bool:
+    """Whether `pid` still runs (a zombie counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
 class DaemonParent(WarmParent):
     """A warm parent shared between runs on this host (see the module docstring)."""
 
@@ -76,13 +85,17 @@ class DaemonParent(WarmParent):
                 self._wait_gone(int(hello.get("pid") or 0))
                 hello = None
             if hello is None:
-                self._spawn()
-                hello = self._connect(wait_s=READY_TIMEOUT_S)
-        if hello is None or not hello.get("ready"):
+                daemon_pid = self._spawn()
+                hello = self._connect(wait_s=READY_TIMEOUT_S, while_alive=daemon_pid)
+                if hello is None:  # it died or never answered: this run goes on without it
+                    sys.stderr.write(f"note: the run daemon did not start (its log: {self.scratch / 'warm-parent.log'});"
+                                     " running without it\n")
+                    return self._private()
+        if not hello.get("ready"):
             self._drop()
-            if hello is not None and hello.get("busy"):  # another run is using it: a private parent
+            if hello.get("busy"):  # another run is using it: a private parent
                 return self._private()
-            raise WarmParentError(f"the run daemon did not answer: {(hello or {}).get('error', 'no answer')}")
+            raise WarmParentError(f"the run daemon did not answer: {hello.get('error', 'no answer')}")
         self.info = hello
         return self.info
 
@@ -91,7 +104,8 @@ class DaemonParent(WarmParent):
         self.path = None
         return WarmParent.start(self)
 
-    def _connect(self, wait_s: float = 0.0) -> dict[str, Any] | None:
+    def _connect(self, wait_s: float = 0.0, while_alive: int = 0) -> dict[str, Any] | None:
+        """The daemon's hello; None when nothing answers within wait_s (or the process `while_alive` is gone)."""
         deadline = time.monotonic() + wait_s
         while True:
             try:
@@ -100,7 +114,7 @@ class DaemonParent(WarmParent):
                 break
             except OSError:
                 sock.close()
-                if time.monotonic() >= deadline:
+                if time.monotonic() >= deadline or (while_alive and not _alive(while_alive)):
                     return None
                 time.sleep(0.1)
         self.sock = sock
@@ -116,7 +130,8 @@ class DaemonParent(WarmParent):
             return None
         return json.loads(line)
 
-    def _spawn(self) -> None:
+    def _spawn(self) -> int:
+        """Start the daemon; its pid."""
         write_sim_config(_pypto_lib_dir(), self.config_path)
         for sub in ("home", "logs", "output"):
             (self.scratch / sub).mkdir(exist_ok=True)
@@ -127,15 +142,23 @@ class DaemonParent(WarmParent):
                 str(self.scratch), self.digest, str(idle_s())]
         env = self.environment()
         log = os.open(self.scratch / "warm-parent.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        read_end, write_end = os.pipe()
         pid = os.fork()  # twice: the daemon is nobody's child here, in its own session (no Ctrl-C from our terminal)
         if pid == 0:
             try:
+                os.close(read_end)
                 os.setsid()
-                subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True)
+                daemon = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                          close_fds=True)
+                os.write(write_end, str(daemon.pid).encode())
             finally:
                 os._exit(0)
         os.close(log)
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as pipe:
+            started = pipe.read()
         os.waitpid(pid, 0)
+        return int(started or 0)
 
     @staticmethod
     def _wait_gone(pid: int) -> None:

@@ -190,3 +190,19 @@ def test_what_the_daemon_cannot_serve_starts_the_ordinary_way(cache, tmp_path):
     assert json.loads(report.read_text())["cases"]
     done, seen, _ = handed_run(cache, tmp_path, "--case-timeout", "-1")  # a usage error, printed once
     assert seen == {"code": 2, "heavy": []} and done.stderr.count("usage: crosscheck run") == 1
+
+
+def test_a_daemon_that_dies_at_start_leaves_the_run_to_go_on_without_it(cache):
+    """A directory where the daemon's socket goes: the daemon cannot take its place and exits; the run
+    says so once and runs on a private warm parent (before, it waited for the daemon's whole start timeout)."""
+    sock = cache / f"run-daemon-{os.getuid()}" / "sim.sock"
+    sock.mkdir(parents=True)
+    (sock / "in-the-way").write_text("")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CROSSCHECK_")}
+    env.update(PYTHONPATH=str(REPO), COLUMNS="80")
+    done = subprocess.run([sys.executable, "-m", "server.cli", "run", str(EXAMPLES / "scale_add"), "--json", "-",
+                           "--cache-dir", str(cache)], env=env, cwd="/tmp", capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("note: the run daemon did not start") == 1, done.stderr
+    assert {c["verdict"] for c in json.loads(done.stdout)["cases"]} == {"sim_garbage_graph_ok"}, done.stdout

@@ -1,4 +1,4 @@
-"""docs/pypto.md §3: the calculator on an in-place reshape of a loop-carried tensor, inside the loop.
+"""docs/pypto.md §3: the calculator on a loop-carried local tensor read inside its loop (a reshape, an add).
 
 `python docs/repro/loop_inplace_reshape.py [--passes]`. Our kernel walks x in 4 blocks of 16 rows
 (`pypto.loop`), writes each block doubled into a local `buf` made before the loop (`pypto.assemble`), and
@@ -17,7 +17,6 @@ WAYS = {
     "assemble each block into out": "direct",
     "out[:] = reshape(buf), inside the loop": "reshape",
     "out[:] = reshape(buf + 0), inside the loop": "add_reshape",
-    "out2d[:] = buf + 0, inside the loop": "add",
     "out[:] = reshape(buf, inplace=True), after the loop": "inplace_after",
     "assemble(reshape(block, inplace=True)), a block made in the iteration": "inplace_local",
     "out[:] = reshape(buf, inplace=True), inside the loop": "inplace_carried",
@@ -50,9 +49,6 @@ def one(way: str, passes: bool) -> None:
                 pypto.assemble(block, [i * ROWS, 0], buf)
                 if way == "add_reshape":
                     out[:] = pypto.reshape(pypto.add(buf, 0.0), [BLOCKS, ROWS, COLS])
-                elif way == "add":
-                    pypto.assemble(pypto.reshape(pypto.add(buf, 0.0), [BLOCKS, ROWS, COLS]), [0, 0, 0], out) if False else None
-                    out[:] = pypto.reshape(pypto.add(buf, 0.0), [BLOCKS, ROWS, COLS], inplace=True)
                 elif way == "reshape":
                     out[:] = pypto.reshape(buf, [BLOCKS, ROWS, COLS])
                 elif way == "inplace_carried":

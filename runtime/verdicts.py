@@ -83,7 +83,7 @@ class Evidence:
     resource_limit: str = ""  # which limit stopped the job, and how to raise it (structural resource_limit)
     version_skew: str | None = None  # what the installed pypto lacks, when the failure says so (runtime.judge.skew)
     sim_gap: str | None = None  # what this host's SIM cannot simulate, when the failure says so (runtime.judge.simgap)
-    graph_untrusted: str = ""  # why graph verify's values are no evidence for this kernel (runtime.evidence.dtype_views)
+    graph_untrusted: str = ""  # why graph verify's values are no evidence for this kernel (runtime.evidence.calculator_limits)
 
 
 def decide(ev: Evidence) -> tuple[str, str, str]:

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from runtime import numbers, verdicts, vocabulary
-from runtime.evidence import dtype_views
+from runtime.evidence import calculator_limits
 from runtime.judge import simgap
 from runtime.report import CaseResult, Diagnosis, Report
 
@@ -49,7 +49,7 @@ def _graph_text(case: CaseResult) -> str:
     if (gv.get("emulated_npu_branch") or {}).get("status") == "inconclusive":  # docs/realops.md §9
         return f"{status}, emulated NPU inconclusive"
     rule = gv.get("rule") or (gv.get("emulated_npu_branch") or {}).get("rule")
-    if rule == dtype_views.RULE:  # a dtype view the calculator gets wrong (docs/realops.md §9)
+    if rule in calculator_limits.RULES:  # a graph the calculator gets wrong (docs/realops.md §9)
         return f"{status}, {rule}"
     compares = [a["compare"] for a in gv.get("asserts") or [] if isinstance(a, dict) and a.get("compare")]
     if not gm and compares:  # bare asserts on a float read from a kernel output (docs/realops.md §9)
@@ -188,8 +188,8 @@ def print_report(report: Report, console: Console | None = None) -> None:
             _print_indented(console, f"{case.case}: {case.verdict_reason}", 0)
     for case in report.cases:  # graph evidence set aside for a known calculator limit (docs/realops.md §9)
         gv = case.graph_verify or {}
-        limit = gv if gv.get("rule") == dtype_views.RULE else gv.get("emulated_npu_branch") or {}
-        if limit.get("rule") == dtype_views.RULE:
+        limit = gv if gv.get("rule") in calculator_limits.RULES else gv.get("emulated_npu_branch") or {}
+        if limit.get("rule") in calculator_limits.RULES:
             _print_indented(console, f"{case.case}: graph evidence set aside: {limit.get('reason')}", 0)
     grouped, noise = _group_diagnoses(report)
     if grouped:

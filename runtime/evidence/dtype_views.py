@@ -23,7 +23,7 @@ _HARNESS_DIR = str(Path(__file__).resolve().parents[1])  # runtime/
 
 def install(rec: Any) -> None:
     """Watch pypto's dtype views in this job (before the seal, runtime/fence/integrity.py); while
-    `rec.watch_dtype_views` is on, each one found is an event naming the kernel being built."""
+    `rec.watch_calculator_limits` is on, each one found is an event naming the kernel being built."""
     from pypto import pypto_impl
 
     original = pypto_impl.View
@@ -33,14 +33,14 @@ def install(rec: Any) -> None:
 
     def view(*args: Any, **kwargs: Any) -> Any:
         out = original(*args, **kwargs)
-        if rec.watch_dtype_views and len(args) == 2 and not kwargs and isinstance(args[1], pypto_impl.DataType):
+        if rec.watch_calculator_limits and len(args) == 2 and not kwargs and isinstance(args[1], pypto_impl.DataType):
             try:
                 found = partial_view(args[0], args[1])
             except Exception:  # noqa: BLE001 - never break the kernel's build over a note
                 found = None
             if found is not None:
                 found["kernel"] = rec.in_kernel or ""
-                found["where"] = _caller()
+                found["where"] = caller()
                 key = (found["kernel"], found["where"])
                 if key not in seen:
                     seen.add(key)
@@ -77,7 +77,7 @@ def _name(dtype: Any) -> str:
     return str(dtype).rsplit(".", 1)[-1]
 
 
-def _caller() -> str:
+def caller() -> str:
     """The first frame outside pypto and this harness: the kernel source line that asked for the view."""
     import pypto
 

@@ -6,15 +6,15 @@ so a SIM run gives graph verify nothing to judge (`no_compare`). The emulated ru
 launch is forced to SIM, and graph verify fills each launch's outputs with the tensor graph's CPU result,
 so the script's own compare judges what the kernel's graph computes. The result is graph evidence, never
 an NPU result (docs/realops.md §9). A failed compare that is only the rounding of a bf16/fp16 output is
-inconclusive (runtime/evidence/rounding.py); one on values from a dtype view the calculator gets wrong is
-unsupported (runtime/evidence/dtype_views.py).
+inconclusive (runtime/evidence/rounding.py); one on values from a graph the calculator gets wrong (a partial dtype view, a loop-carried reshape) is
+unsupported (runtime/evidence/calculator_limits.py).
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from runtime.evidence import dtype_views, graph_verify, rounding
+from runtime.evidence import calculator_limits, graph_verify, rounding
 from runtime.intake import testmodule
 from runtime.report import CaseResult
 
@@ -61,10 +61,11 @@ def merge(sim: CaseResult, emulated: CaseResult) -> CaseResult:
         return emulated
     kept = dict(sim.graph_verify or {})
     why = _rounding_why(rounded) if rounded else _why_not(emulated, gv, unwritten)
-    status = "inconclusive" if rounded else ("unsupported" if gv.get("rule") == dtype_views.RULE else "unavailable")
+    status = "inconclusive" if rounded else ("unsupported" if gv.get("rule") in calculator_limits.RULES else "unavailable")
     kept["emulated_npu_branch"] = {"status": status, "verdict": emulated.verdict, "reason": why,
                                    **({"rounding": rounded} if rounded else {}),
-                                   **({k: gv[k] for k in ("rule", "dtype_views", "set_aside")} if status == "unsupported"
+                                   **({k: gv[k] for k in ("rule", *calculator_limits.KEYS, "set_aside") if k in gv}
+                                      if status == "unsupported"
                                       else {})}
     kept["reason"] = f"{kept.get('reason', 'no compare')}; {LABEL} gave none: {why}"
     sim.graph_verify = kept
@@ -92,7 +93,7 @@ def _why_not(emulated: CaseResult, gv: dict[str, Any], unwritten: list[str]) -> 
     texts = [error, *(launch.error for launch in emulated.launches)]
     if graph_verify.PARTIAL_TILE_SIGNATURE.search(" ".join(texts)):
         return graph_verify.failure(None, texts)["reason"]
-    if gv.get("rule") == dtype_views.RULE:
+    if gv.get("rule") in calculator_limits.RULES:
         return str(gv["reason"])
     if unwritten:
         return (f"the graph-verify calculator wrote no output for {', '.join(unwritten)} (it did not compute that "

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from runtime.evidence import dtype_views, dumps, flow, metrics
+from runtime.evidence import dtype_views, dumps, flow, loop_carried, metrics
 from runtime.fence import integrity
 from runtime.evidence import rawbytes
 from runtime.fence.events import Events
@@ -48,7 +48,7 @@ class Recorder:
         self.goldens: list[torch.Tensor] | None = None
         self.observing = True  # off while timing: launches then run bare (mode still forced)
         self.graph_on = False  # scripts under graph verify: asserts judge the graph's result
-        self.watch_dtype_views = False  # under graph verify: note the dtype views it gets wrong (dtype_views)
+        self.watch_calculator_limits = False  # under graph verify: note what it gets wrong (dtype_views, loop_carried)
 
     @contextmanager
     def unobserved(self) -> Iterator[None]:
@@ -127,6 +127,7 @@ def install(mode: str, events: Events) -> Recorder:
     _patch_jit(_recorder)
     _patch_asserts(_recorder)
     dtype_views.install(_recorder)
+    loop_carried.install(_recorder)
     integrity.seal()  # after our patches, before any submission code runs
     return _recorder
 

@@ -296,7 +296,7 @@ def _install_graph_verify(req: dict[str, Any], rec: instrument.Recorder, case: d
         reason, run = "graph verify disabled for this run", None
     else:
         run, reason = graph_verify.install(rec, cfg, case.get("output_args"), tolerance)
-        rec.watch_dtype_views = run is not None  # views the calculator computes wrongly (docs/realops.md §9)
+        rec.watch_calculator_limits = run is not None  # graphs the calculator computes wrongly (docs/realops.md §9)
     rec.events.emit("graph_verify_setup", available=run is not None, reason=reason or "")
     return run
 

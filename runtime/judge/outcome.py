@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from runtime.evidence import corroborate, dtype_views
+from runtime.evidence import calculator_limits, corroborate
 from runtime.judge import envgap
 from runtime import verdicts
 from runtime.judge import simgap, skew, verdict_diagnoses
@@ -148,7 +148,7 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
                           launches_ok and error is not None and error.type == "ProcessExit") \
         if script is not None else \
         _graph_verify(events, result_ev, ctx, checked)
-    graph = _untrusted(graph, [e for e in events if e.get("event") == dtype_views.EVENT])
+    graph = _untrusted(graph, events)
     pypto_version = installed_version() or "not installed"
     skewed = None
     if structural == "error" or (ctx.is_script and exit_info):
@@ -157,7 +157,7 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         if ctx.mode == "sim" and (structural in ("error", "not_run") or (ctx.is_script and exit_info)) else None
     if ctx.is_script:
         output_written = any(any(l.output_written) for l in launches) if launches else None
-    elif graph and (graph.get("status") in ("pass", "fail") or graph.get("rule") == dtype_views.RULE):
+    elif graph and (graph.get("status") in ("pass", "fail") or graph.get("rule") in calculator_limits.RULES):
         # The graph run wrote the outputs; SIM itself has no data path (docs/pypto.md §2), as the raw
         # metrics taken from the pre-launch bytes confirm.
         output_written = False
@@ -181,7 +181,7 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         version_skew=skewed.describe() if skewed else None,
         sim_gap=gap,
         resource_limit=limit_reason,
-        graph_untrusted=str(graph.get("reason")) if graph and graph.get("rule") == dtype_views.RULE else "",
+        graph_untrusted=str(graph.get("reason")) if graph and graph.get("rule") in calculator_limits.RULES else "",
     )
     verdict, precision, reason = verdicts.decide(ev)
     fail_stage = verdict_diagnoses.failed_stage(failed["stage"] if failed else None, last_stage, ctx.mode, graph,
@@ -267,15 +267,13 @@ def _graph_verify(events: list[dict[str, Any]], result_ev: dict[str, Any] | None
     return gv
 
 
-def _untrusted(graph: dict[str, Any] | None, views: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Graph evidence of a kernel that builds a dtype view the calculator gets wrong: unsupported, what it said kept."""
+def _untrusted(graph: dict[str, Any] | None, events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Graph evidence of a kernel that builds a graph the calculator gets wrong: unsupported, what it said kept."""
     # Nothing judged on the graph's values (no compare, graph verify off or cut short): nothing to set aside.
     judged = graph and (graph.get("status") in ("pass", "fail") or graph.get("own_check"))
-    if not judged or not views:
+    if not judged:
         return graph
-    found = [{k: v for k, v in e.items() if k != "event"} for e in views[:20]]
-    return {"status": "unsupported", "rule": dtype_views.RULE, "metrics": None, "reason": dtype_views.reason(found),
-            "dtype_views": found, "set_aside": {k: graph.get(k) for k in ("status", "reason", "metrics")}}
+    return calculator_limits.set_aside(graph, events) or graph
 
 
 def _raised_after_launches(failed: dict[str, Any] | None, launches: list[Launch], structural: str) -> bool:

@@ -9,7 +9,9 @@ calculator's, not the kernel's, so graph evidence of a case whose kernel builds 
 (docs/realops.md §9).
 
 Seen where pypto builds it: `pypto_impl.Reshape` inside a `pypto.loop` (the scope pypto's `_loop_function`
-opens and closes) on a tensor that `pypto.tensor` made in the same kernel outside that loop. Code outside any
+opens and closes) on a tensor that `pypto.tensor` made in the same kernel outside that loop and that the loop
+writes (`pypto_impl.Assemble` into it, as `pypto.assemble` and slice assignment do). A kernel input or a tensor
+only read in the loop is not carried state: reshaping it there is computed right (glm_attention in §9). Code outside any
 explicit loop sits in pypto's own default loop, split into hidden functions at each loop, so the function
 pypto is building cannot tell "before the loop" from "in it"; the scopes can.
 """
@@ -30,12 +32,13 @@ def install(rec: Any) -> None:
     from pypto import pypto_impl
     from pypto.tensor import Tensor
 
-    original = pypto_impl.Reshape
+    original, assemble_ = pypto_impl.Reshape, pypto_impl.Assemble
     if getattr(original, "_crosscheck_loop_carried", False):
         return
     loops: list[int] = []  # the explicit loops being built, innermost last
     count = [0]
     made: dict[int, tuple[str, tuple[int, ...]]] = {}  # tensor id -> (kernel, the loops pypto.tensor made it in)
+    written: dict[int, set[int]] = {}  # tensor id -> the loops it was written in
     seen: set[tuple[str, str]] = set()
     begin, end, init = pypto_impl.BeginScope, pypto_impl.EndScope, Tensor.__init__
 
@@ -59,12 +62,23 @@ def install(rec: Any) -> None:
             except Exception:  # noqa: BLE001 - never break the kernel's build over a note
                 pass
 
+    def assemble(*args: Any, **kwargs: Any) -> Any:
+        out = assemble_(*args, **kwargs)
+        if rec.watch_calculator_limits and len(args) >= 2:
+            try:
+                dst = args[1] if isinstance(args[0], (list, tuple)) else args[2]  # ([(src, offsets)...], dst) or (src, offsets, dst)
+                written.setdefault(dst.Id(), set()).update(loop for loop in loops if loop)
+            except Exception:  # noqa: BLE001
+                pass
+        return out
+
     def reshape(*args: Any, **kwargs: Any) -> Any:
         out = original(*args, **kwargs)
         if rec.watch_calculator_limits and args and isinstance(args[0], pypto_impl.Tensor):
             try:
                 inner = next((loop for loop in reversed(loops) if loop), None)
-                found = carried(args[0], made.get(args[0].Id()), rec.in_kernel or "", inner)
+                found = carried(args[0], made.get(args[0].Id()), rec.in_kernel or "", inner,
+                                written.get(args[0].Id(), set()))
             except Exception:  # noqa: BLE001
                 found = None
             if found is not None:
@@ -78,15 +92,16 @@ def install(rec: Any) -> None:
 
     reshape._crosscheck_loop_carried = True  # type: ignore[attr-defined]
     pypto_impl.Reshape = reshape
+    pypto_impl.Assemble = assemble
     pypto_impl.BeginScope = begin_scope
     pypto_impl.EndScope = end_scope
     Tensor.__init__ = tensor_init  # type: ignore[method-assign]
 
 
-def carried(operand: Any, made_in: tuple[str, tuple[int, ...]] | None, kernel: str, inner: int | None
-            ) -> dict[str, Any] | None:
-    """The operand's name and shape when a loop reshapes a local tensor made outside that loop."""
-    if made_in is None or inner is None or made_in[0] != kernel or inner in made_in[1]:
+def carried(operand: Any, made_in: tuple[str, tuple[int, ...]] | None, kernel: str, inner: int | None,
+            written_in: set[int]) -> dict[str, Any] | None:
+    """The operand's name and shape when a loop reshapes a local tensor made outside that loop and written in it."""
+    if made_in is None or inner is None or made_in[0] != kernel or inner in made_in[1] or inner not in written_in:
         return None
     return {"tensor": str(operand.GetName()), "shape": [int(d) for d in operand.GetShape()]}
 

@@ -45,6 +45,7 @@ from check import {compare}
 
 HEADS, ROWS, DIM = 4, 16, 32
 INSIDE = {inside}
+RESHAPE_INPUT = {reshape_input}
 
 
 @pypto.frontend.jit(runtime_options={{"run_mode": pypto.RunMode.SIM}})
@@ -52,7 +53,10 @@ def scale_heads(x: pypto.Tensor([HEADS * ROWS, DIM], pypto.DT_FP32), out: pypto.
     pypto.set_vec_tile_shapes(16, 32)
     out_2d = pypto.tensor([HEADS * ROWS, DIM], pypto.DT_FP32, "out_2d")
     for head in pypto.loop(0, HEADS, 1, name="LOOP_HEAD", idx_name="head"):
-        rows = pypto.view(x, [ROWS, DIM], [head * ROWS, 0])
+        source = x
+        if RESHAPE_INPUT:  # the kernel's input, only read in the loop: no carried state
+            source = pypto.reshape(x, [HEADS * ROWS, DIM])
+        rows = pypto.view(source, [ROWS, DIM], [head * ROWS, 0])
         pypto.assemble(pypto.mul(rows, 0.5), [head * ROWS, 0], out_2d)
         if INSIDE:
             out[:] = pypto.reshape(out_2d, [HEADS, ROWS, DIM], inplace=True)
@@ -76,12 +80,12 @@ if __name__ == "__main__":
 '''
 
 
-def run(tmp_path: Path, cache: Path, name: str, inside: bool, compare: str = "compare"):
+def run(tmp_path: Path, cache: Path, name: str, inside: bool, compare: str = "compare", reshape_input: bool = False):
     folder = tmp_path / name
     folder.mkdir()
     (folder / "check.py").write_text(CHECK)
     script = folder / "heads.py"
-    script.write_text(SCRIPT.format(inside=inside, compare=compare))
+    script.write_text(SCRIPT.format(inside=inside, compare=compare, reshape_input=reshape_input))
     report = run_submission(script, RunOptions(cache_dir=cache, work_dir=tmp_path / f"w_{name}"))
     (case,) = report.cases
     return exit_codes.of_cases(report.cases, "sim"), case
@@ -94,7 +98,7 @@ def test_a_compare_failing_only_on_the_calculators_carried_buffer_is_set_aside(c
     gv = case.graph_verify
     assert gv["status"] == "unsupported" and gv["rule"] == loop_carried.RULE, gv
     (note,) = gv["loop_reshapes"]
-    assert note["kernel"] == "scale_heads" and note["where"] == "heads.py:21", note
+    assert note["kernel"] == "scale_heads" and note["where"] == "heads.py:25", note
     assert note["tensor"] == "out_2d" and note["shape"] == [64, 32], note
     assert "check.py:" in gv["set_aside"]["reason"], gv  # the helper's assert raised on the graph values
     assert loop_carried.RULE in case.verdict_reason
@@ -104,6 +108,14 @@ def test_a_compare_failing_only_on_the_calculators_carried_buffer_is_set_aside(c
 def test_the_same_reshape_after_the_loop_keeps_graph_evidence(calculator_cache, tmp_path):
     # An assert the harness reads, so the graph's (right) values make the verdict.
     code, case = run(tmp_path, calculator_cache, "after", False, "compare_allclose")
+    assert case.verdict == "sim_garbage_graph_ok", (case.verdict_reason, case.graph_verify)
+    assert "rule" not in case.graph_verify, case.graph_verify
+    assert code == exit_codes.OK
+
+
+def test_a_kernel_input_reshaped_inside_the_loop_keeps_graph_evidence(calculator_cache, tmp_path):
+    # glm_attention's shape (docs/realops.md §9): an input reshaped in a loop that never writes it.
+    code, case = run(tmp_path, calculator_cache, "input", False, "compare_allclose", reshape_input=True)
     assert case.verdict == "sim_garbage_graph_ok", (case.verdict_reason, case.graph_verify)
     assert "rule" not in case.graph_verify, case.graph_verify
     assert code == exit_codes.OK

@@ -16,6 +16,7 @@ from runtime.cli import cli_help
 from runtime import exit_codes
 from runtime.evidence.calculator import default_cache_dir
 from runtime.errors import HostError, SubmissionError
+from runtime.fence.sandbox import DEFAULT_PROCESSES
 from runtime.modes import MODES
 from runtime.devices.pypto_api import version_argument
 
@@ -61,7 +62,7 @@ def add_case_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory", type=_positive, default=None, metavar="GIB",
                    help="real memory per case, its process tree as a whole (a cgroup where possible); "
                         "default: half of this host's memory")
-    p.add_argument("--processes", type=_processes, default=512, metavar="N", help="processes and threads per case")
+    p.add_argument("--processes", type=_processes, default=DEFAULT_PROCESSES, metavar="N", help="processes and threads per case")
     p.add_argument("--disk", type=_positive, default=4.0, metavar="GIB", help="disk per case, its whole job dir")
     p.add_argument("--device", type=int, default=None, metavar="ID",
                    help="NPU card (NPU mode; default: TASK_DEVICE, else TILE_FWK_DEVICE_ID, else 0)")

@@ -24,6 +24,10 @@ CLONE_NEWNET = 0x40000000
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_PDEATHSIG = 1
 
+# Processes and threads per job: pypto's compile and graph verify of one model kernel run 150-240 tasks at
+# once idle, over 512 under load (docs/SECURITY.md, "Processes"); still a fork bomb's ceiling.
+DEFAULT_PROCESSES = 4096
+
 # Job uids: one per concurrent job (RLIMIT_NPROC counts a uid's processes machine-wide).
 JOB_UID_BASE = 200_000
 JOB_UID_RANGE = 50_000
@@ -41,7 +45,7 @@ class Limits:
     file_bytes: int = 2 * 1024**3  # one file (RLIMIT_FSIZE)
     disk_bytes: int = 4 * 1024**3  # the whole job dir
     tmp_bytes: int = 512 * 1024**2  # each of the job's private tmpfs dirs (/tmp, /run/lock ...: runtime.fence.jobview)
-    nproc: int = 512  # processes and threads, the job cgroup's pids.max (else RLIMIT_NPROC of the job uid)
+    nproc: int = DEFAULT_PROCESSES  # processes and threads, the job cgroup's pids.max (else RLIMIT_NPROC of the job uid)
     isolate_network: bool = True
     drop_privileges: bool = True
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from runtime.fence import jobview
 from runtime.fence.cgroup import JobCgroup
+from runtime.fence.sandbox import DEFAULT_PROCESSES
 
 RSS_POLL_S = 0.2
 DISK_POLL_S = 1.0
@@ -101,7 +102,7 @@ class Guard:
     """Polled by the leader while the job runs; says which limit, if any, the job broke."""
 
     def __init__(self, memory_bytes: int, disk_bytes: int, job_dir: Path, cgroup: JobCgroup | None,
-                 nproc: int = 512, private_dirs: list[str] | None = None):
+                 nproc: int = DEFAULT_PROCESSES, private_dirs: list[str] | None = None):
         self.memory_bytes = memory_bytes
         self.nproc = nproc
         self.peak_threads = 0

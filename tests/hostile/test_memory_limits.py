@@ -160,6 +160,26 @@ def test_without_a_cgroup_the_watchdog_stops_a_fork_bomb(tmp_path):
     assert processes_of(raw["isolation"]["uid"]) == []
 
 
+# 600 threads alive at once: a model kernel's compile and graph verify ran 150-240 idle and over 512 under
+# load (docs/SECURITY.md, "Processes"); the default limit must leave room for that.
+MANY_THREADS = '''
+import threading
+gate = threading.Barrier(601)
+workers = [threading.Thread(target=gate.wait) for _ in range(600)]
+for t in workers:
+    t.start()
+gate.wait()
+for t in workers:
+    t.join()
+''' + NORMAL
+
+
+def test_six_hundred_threads_fit_the_default_process_limit(warm_sim, tmp_path):
+    case, raw = run(package(tmp_path / "op", MANY_THREADS), warm_sim, tmp_path / "w")
+    assert case.verdict == verdicts.SIM_OUTPUT_UNWRITTEN, (case.verdict, case.error)
+    assert raw["peak_processes"] is None or raw["peak_processes"] > 600, raw["peak_processes"]
+
+
 def test_a_kernel_runs_within_the_default_limits(warm_sim, tmp_path):
     case, raw = run(package(tmp_path / "op", NORMAL), warm_sim, tmp_path / "w")
     assert case.verdict == verdicts.SIM_OUTPUT_UNWRITTEN, (case.verdict, case.error)

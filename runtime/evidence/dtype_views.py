@@ -39,12 +39,7 @@ def install(rec: Any) -> None:
             except Exception:  # noqa: BLE001 - never break the kernel's build over a note
                 found = None
             if found is not None:
-                found["kernel"] = rec.in_kernel or ""
-                found["where"] = caller()
-                key = (found["kernel"], found["where"])
-                if key not in seen:
-                    seen.add(key)
-                    rec.events.emit(EVENT, **found)
+                emit_once(rec, seen, EVENT, found)
         return out
 
     view._crosscheck_dtype_views = True  # type: ignore[attr-defined]
@@ -77,12 +72,22 @@ def _name(dtype: Any) -> str:
     return str(dtype).rsplit(".", 1)[-1]
 
 
-def caller() -> str:
+def emit_once(rec: Any, seen: set[tuple[str, str]], event: str, found: dict[str, Any]) -> None:
+    """One event per kernel and source line, naming both (the limits' notes, runtime/evidence/calculator_limits.py)."""
+    found["kernel"] = rec.in_kernel or ""
+    found["where"] = caller(3)
+    key = (found["kernel"], found["where"])
+    if key not in seen:
+        seen.add(key)
+        rec.events.emit(event, **found)
+
+
+def caller(depth: int = 2) -> str:
     """The first frame outside pypto and this harness: the kernel source line that asked for the view."""
     import pypto
 
     skip = (str(Path(pypto.__file__).parent), _HARNESS_DIR)
-    frame = sys._getframe(2)
+    frame = sys._getframe(depth)
     while frame is not None:
         path = frame.f_code.co_filename
         if not path.startswith(skip):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from runtime.evidence.dtype_views import caller
+from runtime.evidence.dtype_views import emit_once
 
 RULE = "graph-verify-loop-carried-reshape"
 EVENT = "loop_carried_reshape"
@@ -82,12 +82,7 @@ def install(rec: Any) -> None:
             except Exception:  # noqa: BLE001
                 found = None
             if found is not None:
-                found["kernel"] = rec.in_kernel or ""
-                found["where"] = caller()
-                key = (found["kernel"], found["where"])
-                if key not in seen:
-                    seen.add(key)
-                    rec.events.emit(EVENT, **found)
+                emit_once(rec, seen, EVENT, found)
         return out
 
     reshape._crosscheck_loop_carried = True  # type: ignore[attr-defined]

@@ -16,6 +16,7 @@ from runtime.evidence import emulated
 from runtime.intake import listing
 from runtime.evidence import graph_verify
 from runtime.intake import testmodule
+from runtime import verdicts
 from runtime.fence.host_memory import runs_alone
 from runtime.intake.cases import CaseSpec, case_bytes
 from runtime.intake.dtypes import default_tolerance
@@ -65,6 +66,13 @@ class RunOptions:
 class TestFunction:
     """A `test_*` function of a test module: one case."""
     name: str
+
+
+@dataclass(frozen=True)
+class SkippedFunction:
+    """A `test_*` function its author marked skip: a case reported, not run (docs/realops.md §10)."""
+    name: str
+    reason: str
 
 
 # Called after each case with (case, done, total); returning False stops the run (cancel).
@@ -117,8 +125,10 @@ class CaseRunner:
         functions = [] if testmodule.answers_list(path) else testmodule.test_functions(path)
         if functions:  # a test module: each test_* function is a case (docs/realops.md §4)
             wanted = self.options.cases or functions
-            found = [TestFunction(f) for f in functions if f in wanted] or [TestFunction(f) for f in wanted]
-            return found, "test functions"
+            # Named with --case, a function marked skip runs: the user asked for it.
+            marks = {} if self.options.cases else testmodule.skip_marks(path)
+            found = [SkippedFunction(f, marks[f]) if f in marks else TestFunction(f) for f in functions if f in wanted]
+            return found or [TestFunction(f) for f in wanted], "test functions"
         if self.options.cases:
             return list(self.options.cases), "--case"
         if not testmodule.answers_list(path) and testmodule.strict_argparse(path):
@@ -221,7 +231,35 @@ class CaseRunner:
                 inner.close()
 
     def run_all(self, specs: list[Any], on_case: CaseCallback | None) -> tuple[list[CaseResult], bool]:
-        """Run every case, up to options.parallel at once; results in spec order, and whether stopped."""
+        """Run every case, up to options.parallel at once; results in spec order, and whether stopped.
+        Functions marked skip are reported first, without a job."""
+        marked = [(i, s) for i, s in enumerate(specs) if isinstance(s, SkippedFunction)]
+        if not marked:
+            return self._run_jobs(specs, on_case)
+        total = len(specs)
+        results: dict[int, CaseResult] = {}
+        for done, (index, spec) in enumerate(marked, 1):
+            results[index] = self._skipped(spec)
+            if on_case and on_case(results[index], done, total) is False:
+                return [results[i] for i in sorted(results)], True
+        rest = [i for i in range(total) if i not in results]
+
+        def counted(case: CaseResult, done: int, _total: int) -> bool | None:
+            return on_case(case, done + len(marked), total) if on_case else None
+
+        ran, stopped = self._run_jobs([specs[i] for i in rest], counted) if rest else ([], False)
+        by_case = {c.case: c for c in ran}
+        results.update({i: by_case[specs[i].name] for i in rest if specs[i].name in by_case})
+        return [results[i] for i in sorted(results)], stopped
+
+    def _skipped(self, spec: SkippedFunction) -> CaseResult:
+        why = f" ({spec.reason})" if spec.reason else ""
+        return CaseResult(operator=self.sub.name, case=spec.name, structural="not_run", stage=verdicts.SKIPPED_STAGE,
+                          verdict=verdicts.NOT_RUN, stages=list(self.shared_stages),
+                          verdict_reason=f"marked skip by the test{why}: not run, as pytest would not; "
+                                         f"run it with --case {spec.name}")
+
+    def _run_jobs(self, specs: list[Any], on_case: CaseCallback | None) -> tuple[list[CaseResult], bool]:
         assert self.warm is not None
         jobs: Iterator[tuple[int, dict[str, Any]]]
         prepared: list[tuple[JobContext, dict[str, Any]]]

@@ -219,6 +219,8 @@ def _not_the_kernels(verdict: str, reason: str, stage: str, ev: verdicts.Evidenc
     """A script case with no kernel to judge, or one this host's Python stopped: its own stage (runtime.exit_codes)."""
     if verdict == verdicts.NOT_RUN and ctx.is_script and ev.exit_code == 0 and error is None and launches == 0:
         return verdict, reason, verdicts.NO_KERNEL_STAGE  # ran cleanly, launched nothing
+    if verdict == verdicts.NOT_RUN and error is not None and error.type == "CannotCall" and launches == 0:
+        return verdict, f"{error.message}: its kernel never ran", verdicts.ARGUMENTS_STAGE
     package = envgap.missing_package(error, ctx.dirs.src, launches) if ctx.is_script else None
     if package and verdict in (verdicts.STRUCTURAL_ERROR, verdicts.NOT_RUN):
         return verdicts.NOT_RUN, envgap.reason(package), envgap.STAGE

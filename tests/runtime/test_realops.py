@@ -220,6 +220,57 @@ def test_module_graph_fail_and_an_argument_we_cannot_supply(warm_sim, calculator
     assert triple.case == "test_triple" and triple.verdict == "graph_fail", triple.verdict_reason
     assert triple.graph_verify["asserts_failed"] == 1
     assert needs.verdict == "not_run" and "needs an argument 'tokenizer'" in needs.error.message
+    assert needs.stage == "arguments"  # never a kernel defect: unusable input (runtime/exit_codes.py)
+
+
+GYM_STYLE_MODULE = '''
+import pypto
+import pytest
+import torch
+import torch_npu
+from numpy.testing import assert_allclose
+
+
+@pypto.frontend.jit
+def halve(x: pypto.Tensor([], pypto.DT_FP32), out: pypto.Tensor([], pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(16, 32)
+    out[:] = x * 0.5
+
+
+def check(device_id, factor):
+    torch.npu.set_device(device_id)
+    x = torch.randn(16, 32, device=f"npu:{device_id}")
+    out = torch.zeros(16, 32, device=f"npu:{device_id}")
+    halve(x, out)
+    assert_allclose(out.cpu().numpy(), (x.cpu() * factor).numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_halve(device_id):
+    check(device_id, 0.5)
+
+
+@pytest.mark.skip(reason="odd rows not supported yet")
+def test_halve_odd_rows(device_id):
+    check(device_id, 0.25)
+'''
+
+
+def test_module_gets_device_id_and_a_function_marked_skip_is_reported_not_run(warm_sim, calculator_cache, tmp_path):
+    """The gym's `test_fwd(device_id)` and the models' `@pytest.mark.skip(reason=...)` cases (docs/realops.md §10)."""
+    from runtime import exit_codes
+
+    path = tmp_path / "test_halve.py"
+    path.write_text(GYM_STYLE_MODULE)
+    report = run_submission(path, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w"), warm=warm_sim)
+    halve, odd = report.cases
+    assert halve.case == "test_halve" and halve.verdict == "sim_garbage_graph_ok", (halve.verdict_reason, halve.error)
+    assert (odd.verdict, odd.stage, odd.launches) == ("not_run", "skipped", [])
+    assert "odd rows not supported yet" in odd.verdict_reason
+    assert exit_codes.of_cases(report.cases, "sim") == exit_codes.OK
+    # Named with --case it runs, and its wrong factor is found.
+    asked = run_submission(path, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w2",
+                                            cases=["test_halve_odd_rows"]), warm=warm_sim).cases
+    assert [(c.case, c.verdict) for c in asked] == [("test_halve_odd_rows", "graph_fail")]
 
 
 def test_discovery_pairs_test_and_kernel_folders_and_names_each_route():
@@ -415,6 +466,9 @@ def test_test_function_arguments_by_name(tmp_path):
     assert args == {"device": "npu:0", "case": {"id": "level1", "seed": 4}, "run_mode": "sim"}
     assert testmodule.arguments(lambda case: None, "test_other", "sim", "cpu", tmp_path / "test_cases.json") == \
         {"case": {"id": "a"}}
+    # The gym's `test_fwd(device_id)`: the card's index, as its main() passes int(TILE_FWK_DEVICE_ID).
+    assert testmodule.arguments(lambda device_id: None, "test_fwd", "npu", "npu:3", tmp_path / "none.json") == \
+        {"device_id": 3}
 
 
 MARKER_ONLY = '''

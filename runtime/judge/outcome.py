@@ -23,6 +23,8 @@ OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out o
 # Nothing of the kernel could be judged: a test function needs an argument we do not supply
 # (runtime.intake.testmodule), or the test called a torch_npu fused op the SIM stand-in cannot run (runtime.devices.standin).
 NOT_RUN_ERRORS = ("CannotCall", "NeedsRealNpu", "NpuKernelMissing")
+# A job that ended this way never reached its script's compares (graph verify cannot say `no_compare`).
+STOPPED = ("resource_limit", "timeout", "oom", "crash")
 
 
 @dataclass
@@ -322,6 +324,9 @@ def _script_graph(events: list[dict[str, Any]], script: dict[str, Any], structur
     if not judged and structural == "error":
         return {"status": "unavailable", "reason": "the script did not run to completion", "metrics": None,
                 "active": True}
+    if not judged and structural in STOPPED:  # stopped before it could compare: nothing known either way
+        return {"status": "unavailable", "reason": f"the job was stopped ({structural}) before the script compared",
+                "metrics": None}
     failed = [a for a in judged if not assert_passed(a.get("metrics") or {})]
     status = "fail" if failed else ("pass" if judged else "no_compare")
     worst = readings.worst_assert(failed or judged)

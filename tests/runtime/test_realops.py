@@ -273,6 +273,17 @@ def test_module_gets_device_id_and_a_function_marked_skip_is_reported_not_run(wa
     assert [(c.case, c.verdict) for c in asked] == [("test_halve_odd_rows", "graph_fail")]
 
 
+def test_a_script_stopped_at_its_memory_limit_claims_no_compare(warm_sim, calculator_cache, tmp_path):
+    """Killed before its compare, graph verify says so, never `no_compare` (docs/realops.md §10)."""
+    path = tmp_path / "test_big_rows.py"
+    path.write_text(GYM_STYLE_MODULE.replace("def test_halve(device_id):\n",
+                                             "def test_halve(device_id):\n    hog = bytearray(3 * 1024 ** 3)\n"))
+    case = run_submission(path, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w",
+                                           memory_bytes=1024 ** 3, cases=["test_halve"]), warm=warm_sim).cases[0]
+    assert case.verdict == "resource_limit", (case.verdict, case.error)
+    assert case.graph_verify["status"] == "unavailable" and "resource_limit" in case.graph_verify["reason"]
+
+
 def test_discovery_pairs_test_and_kernel_folders_and_names_each_route():
     from runtime.intake.discover import discover
 

@@ -318,7 +318,8 @@ class CaseRunner:
 
     @staticmethod
     def _needs_plain_rerun(spec: Any, case: CaseResult) -> bool:
-        return case.structural == "error" and bool((case.graph_verify or {}).get("active"))
+        gv = case.graph_verify or {}
+        return (case.structural == "error" and bool(gv.get("active"))) or bool(gv.get("memory_limit"))
 
     def _package_job(self, case: Any) -> tuple[JobContext, dict[str, Any]]:
         request, dirs = self._package_request(case, f"{self.sub.name}-{case.id}")
@@ -379,6 +380,8 @@ class CaseRunner:
             request, dirs = self._package_request(case, f"{self.sub.name}-{case.id}-plain")
         request["graph_verify"]["enabled"] = False
         plain = self._finish(JobContext(**{**ctx.__dict__, "dirs": dirs}), request)
+        if (failed.graph_verify or {}).get("memory_limit"):
+            return _memory_of_graph_verify(plain, failed)
         if plain.sim_gap:
             plain.graph_verify = {"status": "unavailable", "metrics": None,
                                   "reason": f"SIM stops before graph verify can judge: {plain.sim_gap}"}
@@ -440,3 +443,21 @@ def label_test_double(case: CaseResult) -> None:
         case.verdict_reason = (f"ran on PTO Crosscheck's torch_npu test double, not an NPU: no precision "
                                f"evidence (the double's outcome was {case.verdict})")
         case.verdict = "not_run"
+
+
+def _memory_of_graph_verify(plain: CaseResult, failed: CaseResult) -> CaseResult:
+    """A case stopped at its memory limit with graph verify on, run again without it (docs/realops.md §10).
+
+    When the plain run fits, the memory was graph verify's (the calculator's copy of every launch): the case
+    keeps the plain run's verdict and says graph verify could not be afforded. When it does not, the case is
+    the resource_limit it was.
+    """
+    if plain.verdict == verdicts.RESOURCE_LIMIT:
+        plain.graph_verify = {"status": "unavailable", "metrics": None,
+                              "reason": "the case hits its memory limit with and without graph verify"}
+        return plain
+    plain.graph_verify = {"status": "unavailable", "metrics": None, "rule": "graph-verify-memory",
+                          "reason": f"graph verify needed more than the job's memory limit ({failed.verdict_reason}); "
+                                    "without it the case ran, so this verdict has no graph evidence: raise --memory "
+                                    "for it"}
+    return plain

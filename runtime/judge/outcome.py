@@ -150,6 +150,10 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
                           launches_ok and error is not None and error.type == "ProcessExit") \
         if script is not None else \
         _graph_verify(events, result_ev, ctx, checked)
+    on = any(e.get("event") == "graph_verify_setup" and e.get("available") for e in events)
+    if graph is not None and on and structural == "resource_limit" \
+            and (report.get("resource_limit") or {}).get("limit") == "memory":
+        graph["memory_limit"] = True  # the runner re-runs it without graph verify (case_runner._without_graph_verify)
     pypto_version = installed_version() or "not installed"
     skewed = None
     if structural == "error" or (ctx.is_script and exit_info):

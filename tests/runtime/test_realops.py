@@ -281,7 +281,50 @@ def test_a_script_stopped_at_its_memory_limit_claims_no_compare(warm_sim, calcul
     case = run_submission(path, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w",
                                            memory_bytes=1024 ** 3, cases=["test_halve"]), warm=warm_sim).cases[0]
     assert case.verdict == "resource_limit", (case.verdict, case.error)
-    assert case.graph_verify["status"] == "unavailable" and "resource_limit" in case.graph_verify["reason"]
+    assert case.graph_verify["status"] == "unavailable" and "memory limit" in case.graph_verify["reason"]
+
+
+ROW_GATHER = '''
+import pypto
+import torch
+import torch_npu
+from numpy.testing import assert_allclose
+
+ROWS, WIDTH = 1024, 4096
+
+
+@pypto.frontend.jit
+def row_gather(src: pypto.Tensor([pypto.DYNAMIC, ...], pypto.DT_FP32),
+               order: pypto.Tensor([pypto.DYNAMIC], pypto.DT_INT32),
+               out: pypto.Tensor([pypto.DYNAMIC, ...], pypto.DT_FP32), rows: int, width: int):
+    pypto.set_vec_tile_shapes(1, width)
+    for i in pypto.loop(rows, name="rows", idx_name="i", unroll_list=[16, 4, 1]):
+        picked = pypto.view(src, [1, width], [order[i], 0], valid_shape=[1, width])
+        pypto.assemble(picked * 2.0, [i, 0], out)
+
+
+def test_row_gather(device_id):
+    torch.npu.set_device(device_id)
+    src = torch.randn(ROWS, WIDTH, device=f"npu:{device_id}")
+    order = torch.randperm(ROWS, dtype=torch.int32).to(f"npu:{device_id}")
+    out = torch.zeros(ROWS, WIDTH, device=f"npu:{device_id}")
+    row_gather(src, order, out, ROWS, WIDTH)
+    assert_allclose(out.cpu().numpy(), (src.cpu()[order.cpu().long()] * 2.0).numpy(), rtol=1e-6, atol=1e-6)
+'''
+
+
+def test_a_case_only_graph_verify_cannot_afford_keeps_its_plain_sim_verdict(warm_sim, calculator_cache, tmp_path):
+    """A 1,024-row loop of row views: the calculator needs more than 2 GiB, plain SIM under 1 GiB (the gym's
+    moe_finalize_routing_v2 at 4,096 rows: more than 11.8 GiB). Not resource_limit, exit 3: SIM's verdict,
+    graph verify unavailable with the reason (docs/realops.md §10)."""
+    path = tmp_path / "test_row_gather.py"
+    path.write_text(ROW_GATHER)
+    case = run_submission(path, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w",
+                                           memory_bytes=3 * 1024 ** 3 // 2), warm=warm_sim).cases[0]
+    assert case.verdict == "sim_output_unwritten", (case.verdict, case.verdict_reason)
+    gv = case.graph_verify
+    assert gv["status"] == "unavailable" and gv["rule"] == "graph-verify-memory", gv
+    assert "1.50 GiB" in gv["reason"] and "--memory" in gv["reason"]
 
 
 def test_discovery_pairs_test_and_kernel_folders_and_names_each_route():

@@ -380,12 +380,12 @@ class CaseRunner:
             request, dirs = self._package_request(case, f"{self.sub.name}-{case.id}-plain")
         request["graph_verify"]["enabled"] = False
         plain = self._finish(JobContext(**{**ctx.__dict__, "dirs": dirs}), request)
-        if (failed.graph_verify or {}).get("memory_limit"):
-            return _memory_of_graph_verify(plain, failed)
         if plain.sim_gap:
             plain.graph_verify = {"status": "unavailable", "metrics": None,
                                   "reason": f"SIM stops before graph verify can judge: {plain.sim_gap}"}
             return plain
+        if (failed.graph_verify or {}).get("memory_limit"):
+            return _memory_of_graph_verify(plain, failed)
         if plain.verdict in ("structural_error", "crash", "timeout", "resource_limit"):
             plain.graph_verify = {"status": "unavailable", "metrics": None,
                                   "reason": "the kernel fails to compile or run with and without graph verify"}

@@ -273,6 +273,17 @@ def test_module_gets_device_id_and_a_function_marked_skip_is_reported_not_run(wa
     assert [(c.case, c.verdict) for c in asked] == [("test_halve_odd_rows", "graph_fail")]
 
 
+def test_module_reads_its_card_from_the_environment_as_on_an_npu_host(warm_sim, calculator_cache, tmp_path):
+    """The gym's `int(os.environ["TILE_FWK_DEVICE_ID"])` in a test function: a KeyError was a kernel defect."""
+    path = tmp_path / "test_halve_env.py"
+    path.write_text(GYM_STYLE_MODULE.replace("import pypto\n", "import os\nimport pypto\n").replace(
+        "def test_halve(device_id):\n    check(device_id, 0.5)",
+        "def test_halve():\n    check(int(os.environ[\"TILE_FWK_DEVICE_ID\"]), 0.5)"))
+    case = run_submission(path, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w",
+                                           cases=["test_halve"]), warm=warm_sim).cases[0]
+    assert case.verdict == "sim_garbage_graph_ok", (case.verdict, case.error)
+
+
 def test_a_script_stopped_at_its_memory_limit_claims_no_compare(warm_sim, calculator_cache, tmp_path):
     """Killed before its compare, graph verify says so, never `no_compare` (docs/realops.md §10)."""
     path = tmp_path / "test_big_rows.py"

@@ -375,6 +375,17 @@ def test_cli_lists_operators_and_refuses_an_ambiguous_checkout(capsys):
     assert "choose with --op NAME" in capsys.readouterr().err
 
 
+def test_cli_lists_a_test_modules_functions_and_its_skip_marks(capsys, tmp_path):
+    from runtime.cli.cli import main
+
+    path = tmp_path / "test_halve.py"
+    path.write_text(GYM_STYLE_MODULE)
+    assert main(["run", str(path), "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "test_halve.py: module, 2 test function(s), 1 marked skip" in out
+    assert "  test_halve_odd_rows  (marked skip: odd rows not supported yet; runs only with --case)" in out
+
+
 def test_cli_list_says_a_script_is_asked_for_its_cases(capsys, tmp_path):
     from runtime.cli.cli import main
 

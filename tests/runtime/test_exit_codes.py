@@ -65,6 +65,7 @@ def test_a_function_marked_skip_counts_for_nothing_and_one_we_cannot_call_is_unu
     assert ec.summary([ran, skipped], "sim") == (
         "acceptable: 1 of 2 case(s) (sim garbage graph ok ×1); 1 marked skip by the test (not run)")
     assert ec.of_cases([skipped], "sim") == ec.UNUSABLE
-    assert ec.summary([skipped], "sim") == "unusable input: none of the 1 case(s) was judged (1 marked skip by the test)"
+    assert ec.summary([skipped], "sim") == \
+        "unusable input: none of the 1 case(s) was judged (1 marked skip by the test)"
     uncallable = {"verdict": "not_run", "stage": "arguments"}  # its kernel never ran: never a kernel defect
     assert ec.of_cases([ran, uncallable], "sim") == ec.UNUSABLE

@@ -273,6 +273,71 @@ def test_module_gets_device_id_and_a_function_marked_skip_is_reported_not_run(wa
     assert [(c.case, c.verdict) for c in asked] == [("test_halve_odd_rows", "graph_fail")]
 
 
+PARAMETRIZED_MODULE = '''
+from dataclasses import dataclass
+
+import pypto
+import pytest
+import torch
+import torch_npu
+from numpy.testing import assert_allclose
+
+
+@dataclass(frozen=True)
+class ScaleCase:
+    rows: int
+    factor: float
+
+
+SCALE_CASES = [ScaleCase(16, 2.0), ScaleCase(32, 0.5)]
+
+
+@pypto.frontend.jit
+def scaled_copy(x: pypto.Tensor([pypto.DYNAMIC, 32], pypto.DT_FP32),
+                out: pypto.Tensor([pypto.DYNAMIC, 32], pypto.DT_FP32), factor: float):
+    pypto.set_vec_tile_shapes(16, 32)
+    for i in pypto.loop(x.shape[0] // 16, name="rows", idx_name="i"):
+        pypto.assemble(pypto.view(x, [16, 32], [i * 16, 0]) * factor, [i * 16, 0], out)
+
+
+@pytest.mark.parametrize("case", SCALE_CASES)
+def test_scaled_copy(case):
+    x = torch.randn(case.rows, 32).npu()
+    out = torch.zeros(case.rows, 32).npu()
+    scaled_copy(x, out, case.factor)
+    assert_allclose(out.cpu().numpy(), (x.cpu() * {expected}).numpy(), rtol=1e-6, atol=1e-6)
+'''
+
+
+@pytest.mark.parametrize("expected, verdict", [("case.factor", "sim_garbage_graph_ok"),
+                                               ("(2.0 if case.rows == 16 else 0.25)", "graph_fail")])
+def test_module_runs_each_parameter_set_its_parametrize_mark_gives(warm_sim, calculator_cache, tmp_path,
+                                                                   expected, verdict):
+    """The gym's `@pytest.mark.parametrize("case", MATMUL_CASES)`: `case` was ours (None), an AttributeError and
+    a kernel defect. Each set runs in the case's job, as pytest runs them (docs/realops.md §10)."""
+    path = tmp_path / "test_scaled_copy.py"
+    path.write_text(PARAMETRIZED_MODULE.replace("{expected}", expected))
+    case = run_submission(path, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w"), warm=warm_sim).cases[0]
+    assert case.verdict == verdict, (case.verdict, case.error)
+    assert case.kernel_launches == 2 and case.graph_verify["asserts_judged"] == 2
+
+
+def test_parameter_sets_are_the_product_of_stacked_marks_without_skipped_params():
+    from runtime.intake import testmodule
+
+    @pytest.mark.parametrize("dtype", ["fp32", pytest.param("fp8", marks=pytest.mark.skip(reason="no fp8"))])
+    @pytest.mark.parametrize("rows, cols", [(16, 32), (8, 64)])
+    def test_tile(rows, cols, dtype, tolerance=0.1):
+        pass
+
+    assert testmodule.parameter_sets(test_tile) == [{"rows": 16, "cols": 32, "dtype": "fp32"},
+                                                     {"rows": 8, "cols": 64, "dtype": "fp32"}]
+    assert testmodule.parameter_sets(lambda: None) is None
+    args = testmodule.arguments(test_tile, "test_tile", "sim", "npu:0", Path("none.json"),
+                                {"rows": 16, "cols": 32, "dtype": "fp32"})
+    assert args == {"rows": 16, "cols": 32, "dtype": "fp32"}
+
+
 def test_module_reads_its_card_from_the_environment_as_on_an_npu_host(warm_sim, calculator_cache, tmp_path):
     """The gym's `int(os.environ["TILE_FWK_DEVICE_ID"])` in a test function: a KeyError was a kernel defect."""
     path = tmp_path / "test_halve_env.py"

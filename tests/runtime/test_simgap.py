@@ -32,3 +32,6 @@ def test_the_headline_of_a_specific_code_alone_on_its_line_keeps_the_check_after
     assert simgap.headline("Errcode: FFFFFF!\nErrCode: F92001,[SIMULATION]: no pipe") == \
         "ErrCode: F92001,[SIMULATION]: no pipe"
     assert simgap.headline("ValueError: bad shape\nmore") == "ValueError: bad shape"
+    # Behind the underlying error's type, as a RenderedParserError carries it.
+    assert simgap.headline("RuntimeError: Errcode: FC3002!\nUnsupported output data type.") == \
+        "RuntimeError: Errcode: FC3002! Unsupported output data type."

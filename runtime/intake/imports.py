@@ -19,13 +19,15 @@ MAX_FILES = 500
 
 def tree_root(script: Path) -> Path | None:
     """The checkout a test file walks up into: the nearest ancestor holding `src/`, when the file names 'src'
-    or imports a top-level package that ancestor's `src/` holds (a src layout installed with `pip install -e .`)."""
+    (or a path in it) or imports a top-level package that ancestor's `src/` holds (a src layout installed with `pip install -e .`)."""
     script = script.resolve()
     try:
         tree = ast.parse(script.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, OSError):
         return None
-    names_src = any(isinstance(n, ast.Constant) and n.value == "src" for n in ast.walk(tree))
+    # 'src' alone (the walk-up idiom) or a path into it: `parents[3] / "src/pypto_gym/ops/…"` (docs/realops.md §10)
+    names_src = any(isinstance(n, ast.Constant) and isinstance(n.value, str)
+                    and (n.value == "src" or n.value.startswith("src/")) for n in ast.walk(tree))
     tops = {name.split(".")[0] for node in ast.walk(tree) for name in _absolute_imports(node)}
     for parent in script.parents:
         src = parent / "src"

@@ -728,6 +728,51 @@ if __name__ == "__main__":
 '''
 
 
+PATH_BUILT_TEST = '''
+import sys
+from pathlib import Path
+
+import torch
+import torch_npu  # noqa: F401
+
+_IMPL = Path(__file__).resolve().parents[3] / "src/mypkg/ops/toy_model/row_scale"
+sys.path.insert(0, str(_IMPL))
+
+from numpy.testing import assert_allclose
+from row_scale import row_scale
+
+
+def test_row_scale():
+    x = torch.randn(16, 32).npu()
+    out = row_scale(x)
+    assert_allclose(out.cpu().numpy(), (x.cpu() * 4.0).numpy(), rtol=1e-6, atol=1e-6)
+'''
+
+
+def test_a_test_importing_its_kernel_by_a_path_it_builds_into_src(warm_sim, calculator_cache, tmp_path):
+    """The gym's deepseek_v2_lite_chat: `parents[3] / "src/pypto_gym/ops/…/mla_prolog"` on sys.path, then `from
+    mla_prolog import …`; the kernel file is no *_impl.py. It was not found (ModuleNotFoundError, not_run exit 3),
+    and discovery called the folder unrunnable (docs/realops.md §10)."""
+    from runtime.intake.discover import discover
+
+    kernel = tmp_path / "checkout/src/mypkg/ops/toy_model/row_scale/row_scale.py"
+    kernel.parent.mkdir(parents=True)
+    kernel.write_text("import pypto\nimport torch\n\n\n@pypto.frontend.jit\n"
+                      "def k(x: pypto.Tensor([16, 32], pypto.DT_FP32), out: pypto.Tensor([16, 32], pypto.DT_FP32)):\n"
+                      "    pypto.set_vec_tile_shapes(16, 32)\n    out[:] = x * 4.0\n\n\n"
+                      "def row_scale(x):\n    out = torch.empty_like(x)\n    k(x, out)\n    return out\n")
+    test = tmp_path / "checkout/tests/ops/toy_model/test_row_scale.py"
+    test.parent.mkdir(parents=True)
+    test.write_text(PATH_BUILT_TEST)
+    (test.parent / "test_cases.json").write_text('{"op_name": "row_scale", "test_cases": [{"id": "c1"}]}')
+    report = run_submission(test, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w"), warm=warm_sim)
+    assert [(c.case, c.verdict) for c in report.cases] == [("test_row_scale", "sim_garbage_graph_ok")], \
+        report.cases[0].error
+    [found] = discover(tmp_path / "checkout")
+    assert (found.name, found.route, found.entry) == ("row_scale", "module", "tests/ops/toy_model/test_row_scale.py")
+    assert "src/mypkg/ops/toy_model/row_scale/row_scale.py" in found.files
+
+
 def test_a_test_importing_the_checkouts_src_layout_by_package_name(warm_sim, calculator_cache, tmp_path):
     # gym mhc_sinkhorn: `from pypto_gym.ops... import` with no sys.path edit, and ids listed before a description.
     pkg = tmp_path / "checkout/src/mypkg/ops"

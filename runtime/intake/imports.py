@@ -95,6 +95,10 @@ class Roots:
         self.index = index
         self.all = list(dict.fromkeys([*first, *index.folders, index.root] if index else first))
 
+    def with_first(self, folders: list[Path]) -> "Roots":
+        """The same roots with `folders` probed first (a file's own sys.path entries)."""
+        return Roots([*folders, *self.first], self.index) if folders else self
+
     def candidates(self, module: str) -> list[Path]:
         """The roots, in order, that may hold `module`: those without its first part cannot resolve it."""
         if self.index is None:
@@ -118,15 +122,16 @@ def closure(root: Path, entries: list[Path], roots: list[Path] | Roots, used: se
             continue
         seen.add(path)
         if path.suffix == ".py":
-            todo += _imported_files(path, roots, used if used is not None else set())
+            todo += _imported_files(path, roots, used if used is not None else set(), root)
     return sorted(p.relative_to(root).as_posix() for p in seen)
 
 
-def _imported_files(path: Path, roots: Roots, used: set[Path]) -> list[Path]:
+def _imported_files(path: Path, roots: Roots, used: set[Path], root: Path | None = None) -> list[Path]:
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, OSError):
         return []
+    roots = roots.with_first(_named_src_folders(tree, root)) if root is not None else roots
     found: list[Path] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -143,6 +148,14 @@ def _imported_files(path: Path, roots: Roots, used: set[Path]) -> list[Path]:
         elif (name := _literal_import(node)) is not None:
             found += _resolve(name, roots, used)
     return found
+
+
+def _named_src_folders(tree: ast.AST, root: Path) -> list[Path]:
+    """Folders a file names by a path into src/ (`parents[3] / "src/pypto_gym/ops/…/mla_prolog"`): it puts them on
+    sys.path before importing from them, so its imports resolve there first (docs/realops.md §10)."""
+    named = (n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+             and n.value.startswith("src/") and ".." not in n.value)
+    return list(dict.fromkeys(root / v.rstrip("/") for v in named if (root / v).is_dir()))
 
 
 def _literal_import(node: ast.AST) -> str | None:

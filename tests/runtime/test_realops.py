@@ -739,12 +739,12 @@ _IMPL = Path(__file__).resolve().parents[3] / "src/mypkg/ops/toy_model/row_scale
 sys.path.insert(0, str(_IMPL))
 
 from numpy.testing import assert_allclose
-from row_scale import row_scale
+from row_scale import scale_rows
 
 
 def test_row_scale():
     x = torch.randn(16, 32).npu()
-    out = row_scale(x)
+    out = scale_rows(x)
     assert_allclose(out.cpu().numpy(), (x.cpu() * 4.0).numpy(), rtol=1e-6, atol=1e-6)
 '''
 
@@ -757,10 +757,12 @@ def test_a_test_importing_its_kernel_by_a_path_it_builds_into_src(warm_sim, calc
 
     kernel = tmp_path / "checkout/src/mypkg/ops/toy_model/row_scale/row_scale.py"
     kernel.parent.mkdir(parents=True)
+    for package in (kernel.parent, kernel.parent.parent):  # `row_scale/` is also a package: not what it imports
+        (package / "__init__.py").write_text("")
     kernel.write_text("import pypto\nimport torch\n\n\n@pypto.frontend.jit\n"
                       "def k(x: pypto.Tensor([16, 32], pypto.DT_FP32), out: pypto.Tensor([16, 32], pypto.DT_FP32)):\n"
                       "    pypto.set_vec_tile_shapes(16, 32)\n    out[:] = x * 4.0\n\n\n"
-                      "def row_scale(x):\n    out = torch.empty_like(x)\n    k(x, out)\n    return out\n")
+                      "def scale_rows(x):\n    out = torch.empty_like(x)\n    k(x, out)\n    return out\n")
     test = tmp_path / "checkout/tests/ops/toy_model/test_row_scale.py"
     test.parent.mkdir(parents=True)
     test.write_text(PATH_BUILT_TEST)

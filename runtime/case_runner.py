@@ -16,6 +16,7 @@ from runtime.evidence import emulated
 from runtime.intake import listing
 from runtime.evidence import graph_verify
 from runtime.intake import testmodule
+from runtime import verdicts
 from runtime.fence.host_memory import runs_alone
 from runtime.intake.cases import CaseSpec, case_bytes
 from runtime.intake.dtypes import default_tolerance
@@ -65,6 +66,13 @@ class RunOptions:
 class TestFunction:
     """A `test_*` function of a test module: one case."""
     name: str
+
+
+@dataclass(frozen=True)
+class SkippedFunction:
+    """A `test_*` function its author marked skip: a case reported, not run (docs/realops.md §10)."""
+    name: str
+    reason: str
 
 
 # Called after each case with (case, done, total); returning False stops the run (cancel).
@@ -117,8 +125,10 @@ class CaseRunner:
         functions = [] if testmodule.answers_list(path) else testmodule.test_functions(path)
         if functions:  # a test module: each test_* function is a case (docs/realops.md §4)
             wanted = self.options.cases or functions
-            found = [TestFunction(f) for f in functions if f in wanted] or [TestFunction(f) for f in wanted]
-            return found, "test functions"
+            # Named with --case, a function marked skip runs: the user asked for it.
+            marks = {} if self.options.cases else testmodule.skip_marks(path)
+            found = [SkippedFunction(f, marks[f]) if f in marks else TestFunction(f) for f in functions if f in wanted]
+            return found or [TestFunction(f) for f in wanted], "test functions"
         if self.options.cases:
             return list(self.options.cases), "--case"
         if not testmodule.answers_list(path) and testmodule.strict_argparse(path):
@@ -221,7 +231,35 @@ class CaseRunner:
                 inner.close()
 
     def run_all(self, specs: list[Any], on_case: CaseCallback | None) -> tuple[list[CaseResult], bool]:
-        """Run every case, up to options.parallel at once; results in spec order, and whether stopped."""
+        """Run every case, up to options.parallel at once; results in spec order, and whether stopped.
+        Functions marked skip are reported first, without a job."""
+        marked = [(i, s) for i, s in enumerate(specs) if isinstance(s, SkippedFunction)]
+        if not marked:
+            return self._run_jobs(specs, on_case)
+        total = len(specs)
+        results: dict[int, CaseResult] = {}
+        for done, (index, spec) in enumerate(marked, 1):
+            results[index] = self._skipped(spec)
+            if on_case and on_case(results[index], done, total) is False:
+                return [results[i] for i in sorted(results)], True
+        rest = [i for i in range(total) if i not in results]
+
+        def counted(case: CaseResult, done: int, _total: int) -> bool | None:
+            return on_case(case, done + len(marked), total) if on_case else None
+
+        ran, stopped = self._run_jobs([specs[i] for i in rest], counted) if rest else ([], False)
+        by_case = {c.case: c for c in ran}
+        results.update({i: by_case[specs[i].name] for i in rest if specs[i].name in by_case})
+        return [results[i] for i in sorted(results)], stopped
+
+    def _skipped(self, spec: SkippedFunction) -> CaseResult:
+        why = f" ({spec.reason})" if spec.reason else ""
+        return CaseResult(operator=self.sub.name, case=spec.name, structural="not_run", stage=verdicts.SKIPPED_STAGE,
+                          verdict=verdicts.NOT_RUN, stages=list(self.shared_stages),
+                          verdict_reason=f"marked skip by the test{why}: not run, as pytest would not; "
+                                         f"run it with --case {spec.name}")
+
+    def _run_jobs(self, specs: list[Any], on_case: CaseCallback | None) -> tuple[list[CaseResult], bool]:
         assert self.warm is not None
         jobs: Iterator[tuple[int, dict[str, Any]]]
         prepared: list[tuple[JobContext, dict[str, Any]]]
@@ -280,7 +318,8 @@ class CaseRunner:
 
     @staticmethod
     def _needs_plain_rerun(spec: Any, case: CaseResult) -> bool:
-        return case.structural == "error" and bool((case.graph_verify or {}).get("active"))
+        gv = case.graph_verify or {}
+        return (case.structural == "error" and bool(gv.get("active"))) or bool(gv.get("memory_limit"))
 
     def _package_job(self, case: Any) -> tuple[JobContext, dict[str, Any]]:
         request, dirs = self._package_request(case, f"{self.sub.name}-{case.id}")
@@ -345,6 +384,8 @@ class CaseRunner:
             plain.graph_verify = {"status": "unavailable", "metrics": None,
                                   "reason": f"SIM stops before graph verify can judge: {plain.sim_gap}"}
             return plain
+        if (failed.graph_verify or {}).get("memory_limit"):
+            return _memory_of_graph_verify(plain, failed)
         if plain.verdict in ("structural_error", "crash", "timeout", "resource_limit"):
             plain.graph_verify = {"status": "unavailable", "metrics": None,
                                   "reason": "the kernel fails to compile or run with and without graph verify"}
@@ -402,3 +443,21 @@ def label_test_double(case: CaseResult) -> None:
         case.verdict_reason = (f"ran on PTO Crosscheck's torch_npu test double, not an NPU: no precision "
                                f"evidence (the double's outcome was {case.verdict})")
         case.verdict = "not_run"
+
+
+def _memory_of_graph_verify(plain: CaseResult, failed: CaseResult) -> CaseResult:
+    """A case stopped at its memory limit with graph verify on, run again without it (docs/realops.md §10).
+
+    When the plain run fits, the memory was graph verify's (the calculator's copy of every launch): the case
+    keeps the plain run's verdict and says graph verify could not be afforded. When it does not, the case is
+    the resource_limit it was.
+    """
+    if plain.verdict == verdicts.RESOURCE_LIMIT:
+        plain.graph_verify = {"status": "unavailable", "metrics": None,
+                              "reason": "the case hits its memory limit with and without graph verify"}
+        return plain
+    plain.graph_verify = {"status": "unavailable", "metrics": None, "rule": "graph-verify-memory",
+                          "reason": f"graph verify needed more than the job's memory limit ({failed.verdict_reason}); "
+                                    "without it the case ran, so this verdict has no graph evidence: raise --memory "
+                                    "for it"}
+    return plain

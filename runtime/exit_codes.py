@@ -9,6 +9,8 @@
 
 A script case that exited 0 and launched no jit kernel (`not_run`, stage `no_kernel`) counts for nothing:
 there was no kernel to be wrong. A run of only such cases judged nothing and exits 2 (docs/realops.md §9).
+So does a test function its author marked skip (stage `skipped`, docs/realops.md §10). A test function that
+needs an argument crosscheck cannot supply (stage `arguments`) is unusable input: its kernel never ran.
 
 When cases disagree, a kernel defect wins (it is a fact about the kernel), then unusable input,
 then infrastructure.
@@ -24,6 +26,9 @@ OK, KERNEL_DEFECT, UNUSABLE, INFRA = 0, 1, 2, 3
 # Not an exit code: a case with no kernel to judge (a script case that exited 0 and launched none, e.g. one
 # that only creates tensors). It counts for nothing; a run of only such cases judged nothing, exit 2.
 NO_KERNEL = -1
+# Not an exit code either: a test function marked skip by its author, not run (docs/realops.md §10).
+SKIPPED = -2
+IDLE = (NO_KERNEL, SKIPPED)
 # The class words: runtime.vocabulary re-exports them, so the CLI, JUnit and the pages say the same words.
 WORDS = {OK: "acceptable", KERNEL_DEFECT: "kernel defect", UNUSABLE: "unusable input", INFRA: "infrastructure"}
 _PRECEDENCE = (KERNEL_DEFECT, UNUSABLE, INFRA, OK)
@@ -47,6 +52,10 @@ def of_case(verdict: str, mode: str, stage: str = "") -> int:
         return INFRA  # this host's Python lacks a package the submission imports (runtime/judge/envgap.py)
     if verdict == verdicts.NOT_RUN and stage == verdicts.NO_KERNEL_STAGE:
         return NO_KERNEL  # a script case that ran cleanly and launched no kernel: see judged()
+    if verdict == verdicts.NOT_RUN and stage == verdicts.SKIPPED_STAGE:
+        return SKIPPED
+    if verdict == verdicts.NOT_RUN and stage == verdicts.ARGUMENTS_STAGE:
+        return UNUSABLE
     if verdict == verdicts.RESOURCE_LIMIT:  # our limit stopped it: nothing known about its maths
         return INFRA
     return KERNEL_DEFECT
@@ -54,7 +63,7 @@ def of_case(verdict: str, mode: str, stage: str = "") -> int:
 
 def combine(codes: Iterable[int]) -> int:
     """The run's code from its parts' codes (none at all: nothing was judged, unusable input)."""
-    seen = set(codes) - {NO_KERNEL}
+    seen = set(codes) - set(IDLE)
     if not seen:
         return UNUSABLE
     return next(c for c in _PRECEDENCE if c in seen)
@@ -74,17 +83,24 @@ def summary(cases: Iterable[Any], mode: str) -> str:
     code = combine(of_case(str(r["verdict"]), mode, str(r.get("stage") or "")) for r in rows)
     if not rows:
         return "unusable input: no case was judged"
-    if all(of_case(str(r["verdict"]), mode, str(r.get("stage") or "")) == NO_KERNEL for r in rows):
-        return f"unusable input: none of the {len(rows)} case(s) launched a kernel (not run ×{len(rows)})"
-    bad = [r for r in rows if of_case(str(r["verdict"]), mode, str(r.get("stage") or "")) == code]
+    codes = [of_case(str(r["verdict"]), mode, str(r.get("stage") or "")) for r in rows]
+    skipped = codes.count(SKIPPED)
+    marked = f"; {skipped} marked skip by the test (not run)" if skipped else ""
+    if all(c in IDLE for c in codes):
+        if not skipped:
+            return f"unusable input: none of the {len(rows)} case(s) launched a kernel (not run ×{len(rows)})"
+        return f"unusable input: none of the {len(rows)} case(s) was judged ({skipped} marked skip by the test)"
+    bad = [r for r, c in zip(rows, codes) if c == code]
     counts: dict[str, int] = {}
     for r in bad:
         counts[str(r["verdict"])] = counts.get(str(r["verdict"]), 0) + 1
     what = ", ".join(f"{v.replace('_', ' ')} ×{n}" for v, n in counts.items())
     if code == OK:
-        idle = sum(1 for r in rows if of_case(str(r["verdict"]), mode, str(r.get("stage") or "")) == NO_KERNEL)
+        idle = codes.count(NO_KERNEL)
         if idle:
             return (f"acceptable: {len(bad)} of {len(rows)} case(s) ({what}); {idle} launched no kernel "
-                    f"(not run ×{idle}: nothing to judge)")
+                    f"(not run ×{idle}: nothing to judge){marked}")
+        if skipped:
+            return f"acceptable: {len(bad)} of {len(rows)} case(s) ({what}){marked}"
         return f"acceptable: all {len(rows)} case(s) ({what})"
-    return f"{WORDS[code]}: {len(bad)} of {len(rows)} case(s) ({what})"
+    return f"{WORDS[code]}: {len(bad)} of {len(rows)} case(s) ({what}){marked}"

@@ -34,6 +34,10 @@ RESOURCE_LIMIT = "resource_limit"
 NOT_RUN = "not_run"
 # The stage of a script case that exited 0 and launched no jit kernel: nothing about a kernel to judge.
 NO_KERNEL_STAGE = "no_kernel"
+# The stage of a test function its author marked skip (`@pytest.mark.skip`): not run, as pytest would not.
+SKIPPED_STAGE = "skipped"
+# The stage of a test function that needs an argument crosscheck cannot supply: the kernel never ran.
+ARGUMENTS_STAGE = "arguments"
 # The stage of a case this host's Python stopped before any kernel ran (runtime/judge/envgap.py).
 ENVIRONMENT_STAGE = "environment"
 SUSPECT_FAKE_PASS = "suspect_fake_pass"

@@ -45,6 +45,7 @@ SIGNATURES = {
     "missing-tensor-args": "Expected at least",
     "non-contiguous-tensor": "contiguous",
     "not-npu-device": "Not npu device",
+    "option-value-type": "map::at",
     "output-dir-missing": "Failed to create dir",
     "record-function-failed": "Record function",
     "ascend-home-on-cpu-host": "libc_sec.so",

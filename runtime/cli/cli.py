@@ -46,7 +46,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="operator package (folder, .zip, .tar.gz), a .py test file, or a checkout (with --op/--list)")
     p.add_argument("--op", action="append", default=[], metavar="NAME",
                    help="in a checkout: run this operator (repeatable; names match ignoring case and '_')")
-    p.add_argument("--list", action="store_true", help="in a checkout: list the operators found and their route")
+    p.add_argument("--list", action="store_true",
+                   help="in a checkout: list the operators found and their route; for a test file, its test "
+                        "functions and skip marks")
     add_case_arguments(p)
     p.add_argument("--json", type=Path, metavar="FILE", help="write the JSON report here ('-' for stdout)")
     p.add_argument("--work-dir", type=Path, metavar="DIR",

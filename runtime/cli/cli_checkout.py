@@ -5,15 +5,18 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from runtime.intake import discover, submission
+from runtime.intake import discover, submission, testmodule
 from runtime import exit_codes
 from runtime.errors import SubmissionError
 
 
 def checkout_command(args: argparse.Namespace, run: Callable[..., int]) -> int:
     """`run` runs one loaded operator (runtime.cli.cli.run_command, passed in so this module does not import it)."""
+    if args.list and not args.op and Path(args.path).suffix == ".py" and Path(args.path).is_file():
+        return _print_test_file(Path(args.path))
     try:
         found = discover.discover(args.path, args.op or None)
     except SubmissionError as exc:
@@ -37,6 +40,22 @@ def _print_list(found: list[discover.FoundOperator]) -> int:
     if asked:
         print("?: the run asks the script itself (`--list`), else runs it whole")
     return exit_codes.OK if found else exit_codes.UNUSABLE
+
+
+def _print_test_file(path: Path) -> int:
+    """`crosscheck run test_x.py --list`: its test functions as cases, those marked skip said so
+    (docs/realops.md §10); a file without them is a script the run asks (`--list`) or runs whole."""
+    functions = [] if testmodule.answers_list(path) else testmodule.test_functions(path)
+    if not functions:
+        print(f"{path.name}: script; the run asks it for its cases (`--list`), else runs it whole")
+        return exit_codes.OK
+    marks = testmodule.skip_marks(path)
+    print(f"{path.name}: module, {len(functions)} test function(s), {len(marks)} marked skip")
+    for name in functions:
+        mark = f"  (marked skip{': ' + marks[name] if marks[name] else ''}; runs only with --case)" \
+            if name in marks else ""
+        print(f"  {name}{mark}")
+    return exit_codes.OK
 
 
 def _run_each(args: argparse.Namespace, found: list[discover.FoundOperator], run_command: Callable[..., int]) -> int:

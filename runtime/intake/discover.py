@@ -108,6 +108,8 @@ def _operator(root: Path, folder: Path, kernels: dict[str, Path], index: imports
     impl = kernels.get(key(folder.name))
     name = _op_name(folder)
     tests = _test_files(folder)
+    if impl is None and tests:  # its test file imports its kernel by a path of its own (docs/realops.md §10)
+        return _test_file_operator(root, folder, rel, name, _pick_test(tests, folder.name), index)
     if impl is None:
         return FoundOperator(name, "none", rel, problem=f"{rel}: no *_impl.py beside {CASE_FILE}, and no kernel "
                              f"folder under src/ named like {folder.name!r} (names match ignoring case and '_')")

@@ -19,13 +19,15 @@ MAX_FILES = 500
 
 def tree_root(script: Path) -> Path | None:
     """The checkout a test file walks up into: the nearest ancestor holding `src/`, when the file names 'src'
-    or imports a top-level package that ancestor's `src/` holds (a src layout installed with `pip install -e .`)."""
+    (or a path in it) or imports a top-level package that ancestor's `src/` holds (a src layout installed with `pip install -e .`)."""
     script = script.resolve()
     try:
         tree = ast.parse(script.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, OSError):
         return None
-    names_src = any(isinstance(n, ast.Constant) and n.value == "src" for n in ast.walk(tree))
+    # 'src' alone (the walk-up idiom) or a path into it: `parents[3] / "src/pypto_gym/ops/…"` (docs/realops.md §10)
+    names_src = any(isinstance(n, ast.Constant) and isinstance(n.value, str)
+                    and (n.value == "src" or n.value.startswith("src/")) for n in ast.walk(tree))
     tops = {name.split(".")[0] for node in ast.walk(tree) for name in _absolute_imports(node)}
     for parent in script.parents:
         src = parent / "src"
@@ -93,6 +95,10 @@ class Roots:
         self.index = index
         self.all = list(dict.fromkeys([*first, *index.folders, index.root] if index else first))
 
+    def with_first(self, folders: list[Path]) -> "Roots":
+        """The same roots with `folders` probed first (a file's own sys.path entries)."""
+        return Roots([*folders, *self.first], self.index) if folders else self
+
     def candidates(self, module: str) -> list[Path]:
         """The roots, in order, that may hold `module`: those without its first part cannot resolve it."""
         if self.index is None:
@@ -116,15 +122,16 @@ def closure(root: Path, entries: list[Path], roots: list[Path] | Roots, used: se
             continue
         seen.add(path)
         if path.suffix == ".py":
-            todo += _imported_files(path, roots, used if used is not None else set())
+            todo += _imported_files(path, roots, used if used is not None else set(), root)
     return sorted(p.relative_to(root).as_posix() for p in seen)
 
 
-def _imported_files(path: Path, roots: Roots, used: set[Path]) -> list[Path]:
+def _imported_files(path: Path, roots: Roots, used: set[Path], root: Path | None = None) -> list[Path]:
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, OSError):
         return []
+    roots = roots.with_first(_named_src_folders(tree, root)) if root is not None else roots
     found: list[Path] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -141,6 +148,14 @@ def _imported_files(path: Path, roots: Roots, used: set[Path]) -> list[Path]:
         elif (name := _literal_import(node)) is not None:
             found += _resolve(name, roots, used)
     return found
+
+
+def _named_src_folders(tree: ast.AST, root: Path) -> list[Path]:
+    """Folders a file names by a path into src/ (`parents[3] / "src/pypto_gym/ops/…/mla_prolog"`): it puts them on
+    sys.path before importing from them, so its imports resolve there first (docs/realops.md §10)."""
+    named = (n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+             and n.value.startswith("src/") and ".." not in n.value)
+    return list(dict.fromkeys(root / v.rstrip("/") for v in named if (root / v).is_dir()))
 
 
 def _literal_import(node: ast.AST) -> str | None:

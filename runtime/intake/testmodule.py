@@ -1,7 +1,9 @@
 """Test modules as cases: import a test file as a module and call one `test_*` function (docs/realops.md §4).
 
 The module is imported under its own name, so its `if __name__ == "__main__"` block does not run;
-the function gets the arguments it names that a real checkout's tests take: `device`, `run_mode`, `case`.
+the function gets the arguments it names that a real checkout's tests take: `device`, `device_id`, `run_mode`,
+`case`, and each argument set its `@pytest.mark.parametrize` marks give. A function its author marked
+`@pytest.mark.skip` / `@unittest.skip` is not run unless asked for by name.
 """
 from __future__ import annotations
 
@@ -31,6 +33,31 @@ def test_functions(path: Path) -> list[str]:
     except (SyntaxError, UnicodeDecodeError, OSError):
         return []
     return [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
+
+
+def skip_marks(path: Path) -> dict[str, str]:
+    """Top-level `test_*` functions marked skip unconditionally, with the mark's reason (docs/realops.md §10).
+
+    `@pytest.mark.skip`, `@pytest.mark.skip(reason=...)`, `@unittest.skip("...")`: pytest never runs them. A
+    `skipif(condition)` is not evaluated here (its condition may read the host): such a function runs.
+    """
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError, OSError):
+        return {}
+    marks: dict[str, str] = {}
+    for node in tree.body:
+        if not (isinstance(node, ast.FunctionDef) and node.name.startswith("test_")):
+            continue
+        for deco in node.decorator_list:
+            target = deco.func if isinstance(deco, ast.Call) else deco
+            if not (isinstance(target, ast.Attribute) and target.attr == "skip"):
+                continue
+            args = [*deco.args, *(k.value for k in deco.keywords if k.arg == "reason")] \
+                if isinstance(deco, ast.Call) else []
+            reason = next((a.value for a in args if isinstance(a, ast.Constant) and isinstance(a.value, str)), "")
+            marks[node.name] = reason
+    return marks
 
 
 def answers_list(path: Path) -> bool:
@@ -98,25 +125,65 @@ def call(script: Path, function: str, mode: str, device: str) -> None:
     fn = getattr(module, function, None)
     if not callable(fn):
         raise AttributeError(f"{script.name} has no function {function!r}")
-    kwargs = arguments(fn, function, mode, device, script.parent / CASE_FILE)
-    if fn(**kwargs) is False:
-        raise TestFailed(f"{function} returned False")
+    sets = parameter_sets(fn)
+    for given in [{}] if sets is None else sets:  # pytest runs each parameter set; the first failure ends the case
+        kwargs = arguments(fn, function, mode, device, script.parent / CASE_FILE, given)
+        if fn(**kwargs) is False:
+            raise TestFailed(f"{function}({_shown(given)}) returned False" if given else f"{function} returned False")
 
 
-def arguments(fn: Any, function: str, mode: str, device: str, case_file: Path) -> dict[str, Any]:
-    """Values for the parameters a test function names; the ones with defaults keep them."""
-    supplied: dict[str, Any] = {"device": device, "run_mode": mode}
+def parameter_sets(fn: Any) -> list[dict[str, Any]] | None:
+    """The argument sets `@pytest.mark.parametrize` gives a test function, as pytest runs them (the product of
+    stacked marks, `pytest.param(..., marks=pytest.mark.skip)` left out); None when it has no such mark
+    (docs/realops.md §10). Read from the marks pytest's decorator leaves on the function: no pytest needed."""
+    marks = [m for m in getattr(fn, "pytestmark", None) or [] if getattr(m, "name", "") == "parametrize"]
+    if not marks:
+        return None
+    sets: list[dict[str, Any]] = [{}]
+    for mark in marks:
+        args, kw = list(getattr(mark, "args", ())), dict(getattr(mark, "kwargs", {}) or {})
+        names = args[0] if args else kw.get("argnames", "")
+        values = args[1] if len(args) > 1 else kw.get("argvalues", [])
+        names = [n.strip() for n in names.split(",") if n.strip()] if isinstance(names, str) else list(names)
+        rows = []
+        for value in values:
+            if hasattr(value, "values") and hasattr(value, "marks"):  # pytest.param(...)
+                if any(getattr(m, "name", "") == "skip" for m in value.marks):
+                    continue
+                row = list(value.values)
+            else:
+                row = [value] if len(names) == 1 else list(value)
+            rows.append(dict(zip(names, row)))
+        sets = [{**done, **row} for done in sets for row in rows]
+    return sets
+
+
+def _shown(given: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}"[:80] for k, v in given.items())
+
+
+def arguments(fn: Any, function: str, mode: str, device: str, case_file: Path,
+              given: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Values for the parameters a test function names; the ones with defaults keep them.
+
+    `device_id` is the card's index (`npu:3` -> 3), as the gym's `main()` passes `int(TILE_FWK_DEVICE_ID)`.
+    """
+    index = device.rpartition(":")[2]
+    supplied: dict[str, Any] = {"device": device, "device_id": int(index) if index.isdigit() else 0,
+                                "run_mode": mode}
     kwargs: dict[str, Any] = {}
     for name, param in inspect.signature(fn).parameters.items():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
-        if name in supplied:
+        if given and name in given:  # a parametrize value wins over ours (the gym's `case`)
+            kwargs[name] = given[name]
+        elif name in supplied:
             kwargs[name] = supplied[name]
         elif name == "case":
             kwargs[name] = _case_for(function, case_file)
         elif param.default is param.empty:
             raise CannotCall(f"{function}() needs an argument {name!r} that crosscheck cannot supply "
-                             "(it passes device, run_mode and case)")
+                             "(it passes device, device_id, run_mode and case)")
     return kwargs
 
 

@@ -389,6 +389,7 @@ def _run_script(req: dict[str, Any], rec: instrument.Recorder) -> int:
     try:
         with _kernel_floats(rec):
             if req["kind"] == "module":
+                _module_device_env(req)
                 testmodule.call(Path(script), req["function"], req.get("script_mode") or req["mode"],
                                 _device_argument(req))
             else:
@@ -419,6 +420,14 @@ def _kernel_floats(rec: instrument.Recorder) -> Iterator[None]:
     kernel_flow = flow.start()
     with kernel_flow, flow.ScalarTaint(kernel_flow, instrument.scalar_compares(rec)):
         yield
+
+
+def _module_device_env(req: dict[str, Any]) -> None:
+    """Test functions are NPU tests as pytest runs them on a card, where `TILE_FWK_DEVICE_ID` names it (the gym's
+    `int(os.environ["TILE_FWK_DEVICE_ID"])`). Under the SIM stand-in that card is 0, the `device` they are given
+    (docs/realops.md §10). NPU jobs have it already (runtime/fence/jobenv.py)."""
+    if req.get("standin_offered"):
+        os.environ.setdefault("TILE_FWK_DEVICE_ID", "0")
 
 
 def _device_argument(req: dict[str, Any]) -> str:

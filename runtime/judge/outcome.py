@@ -23,6 +23,8 @@ OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out o
 # Nothing of the kernel could be judged: a test function needs an argument we do not supply
 # (runtime.intake.testmodule), or the test called a torch_npu fused op the SIM stand-in cannot run (runtime.devices.standin).
 NOT_RUN_ERRORS = ("CannotCall", "NeedsRealNpu", "NpuKernelMissing")
+# A job that ended this way never reached its script's compares (graph verify cannot say `no_compare`).
+STOPPED = ("resource_limit", "timeout", "oom", "crash")
 
 
 @dataclass
@@ -149,6 +151,10 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         if script is not None else \
         _graph_verify(events, result_ev, ctx, checked)
     graph = _untrusted(graph, events)
+    on = any(e.get("event") == "graph_verify_setup" and e.get("available") for e in events)
+    if graph is not None and on and structural == "resource_limit" \
+            and (report.get("resource_limit") or {}).get("limit") == "memory":
+        graph["memory_limit"] = True  # the runner re-runs it without graph verify (case_runner._without_graph_verify)
     pypto_version = installed_version() or "not installed"
     skewed = None
     if structural == "error" or (ctx.is_script and exit_info):
@@ -221,6 +227,8 @@ def _not_the_kernels(verdict: str, reason: str, stage: str, ev: verdicts.Evidenc
     """A script case with no kernel to judge, or one this host's Python stopped: its own stage (runtime.exit_codes)."""
     if verdict == verdicts.NOT_RUN and ctx.is_script and ev.exit_code == 0 and error is None and launches == 0:
         return verdict, reason, verdicts.NO_KERNEL_STAGE  # ran cleanly, launched nothing
+    if verdict == verdicts.NOT_RUN and error is not None and error.type == "CannotCall" and launches == 0:
+        return verdict, f"{error.message}: its kernel never ran", verdicts.ARGUMENTS_STAGE
     package = envgap.missing_package(error, ctx.dirs.src, launches) if ctx.is_script else None
     if package and verdict in (verdicts.STRUCTURAL_ERROR, verdicts.NOT_RUN):
         return verdicts.NOT_RUN, envgap.reason(package), envgap.STAGE
@@ -331,6 +339,9 @@ def _script_graph(events: list[dict[str, Any]], script: dict[str, Any], structur
     if not judged and structural == "error":
         return {"status": "unavailable", "reason": "the script did not run to completion", "metrics": None,
                 "active": True}
+    if not judged and structural in STOPPED:  # stopped before it could compare: nothing known either way
+        return {"status": "unavailable", "reason": f"the job was stopped ({structural}) before the script compared",
+                "metrics": None}
     failed = [a for a in judged if not assert_passed(a.get("metrics") or {})]
     status = "fail" if failed else ("pass" if judged else "no_compare")
     worst = readings.worst_assert(failed or judged)

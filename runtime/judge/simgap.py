@@ -40,8 +40,11 @@ def detect(texts: str) -> str | None:
 
 def headline(message: str) -> str:
     """The line of an error message worth showing first: pypto's generic 'Errcode: FFFFFF!' says nothing,
-    the 'ErrCode: Fxxxxx,[COMPONENT]: ...' line after it names the check."""
+    the 'ErrCode: Fxxxxx,[COMPONENT]: ...' line after it names the check. A specific code alone on its line
+    ('Errcode: FC0000!') is shown with the line after it ('Only allow to expand one axis! …')."""
     lines = [line.strip() for line in message.splitlines() if line.strip()]
-    if len(lines) > 1 and re.fullmatch(r"Errcode: F{6}!?", lines[0], re.IGNORECASE):
+    if len(lines) > 1 and re.fullmatch(r"(?:[\w.]+: )*Errcode: F{6}!?", lines[0], re.IGNORECASE):
         return lines[1]
+    if len(lines) > 1 and re.fullmatch(r"(?:[\w.]+: )*Errcode: F[0-9A-F]{5}!?", lines[0], re.IGNORECASE):
+        return f"{lines[0]} {lines[1]}"  # the code alone names a component; the next line names the check
     return lines[0] if lines else ""

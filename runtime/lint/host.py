@@ -238,6 +238,24 @@ def _run_mode(m: Module, f: Findings) -> None:
                           f"The jit decorator reads run_mode from '{name}' at import, but '{name}' is only set "
                           f"later ({where}, line {bound_at}), so the kernel keeps the import-time mode; peek "
                           "--run_mode in sys.argv at module level before decorating (_peek_run_mode_from_argv).")
+            if _pinned_npu(m, value, kernel.jit.lineno):
+                f.add("run-mode-pinned-npu", line,
+                      "The jit decorator pins run_mode to pypto.RunMode.NPU: the kernel runs on the NPU whatever "
+                      "--run_mode the test gets, so the test's own SIM run fails ('Not npu device' on CPU "
+                      "tensors). crosscheck runs every launch in the job's mode (docs/realops.md §10): its SIM "
+                      "verdict is not what `python test.py --run_mode sim` does. Take run_mode from the command "
+                      "line before decorating, or leave it out.")
+
+
+def _pinned_npu(m: Module, value: ast.expr, decorator_line: int) -> bool:
+    """`run_mode: pypto.RunMode.NPU`, or a module-level name bound to it once before the decorator and never again."""
+    if isinstance(value, ast.Name):
+        bound = [n for n in own_nodes(m.tree.body) if isinstance(n, ast.Assign) and n.lineno < decorator_line
+                 and any(isinstance(t, ast.Name) and t.id == value.id for t in n.targets)]
+        if len(bound) != 1 or _late_binding(m, value.id, decorator_line):
+            return False
+        value = bound[0].value
+    return (dotted(value) or "").endswith("RunMode.NPU")
 
 
 def _late_binding(m: Module, name: str, decorator_line: int) -> tuple[str, int] | None:

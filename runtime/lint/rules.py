@@ -34,6 +34,7 @@ RULES: dict[str, str] = {
     GOLDEN_FALLBACK: "An except handler around the kernel returns the golden, a torch result or an input.",
     "torch-after-kernel": "Host code applies torch maths to the kernel's output on the way to the result.",
     "argv-run-mode-in-main": "The jit decorator reads a run mode that is only set after import (in main).",
+    "run-mode-pinned-npu": "The jit decorator pins run_mode to the NPU, whatever mode the test is run in.",
 }
 
 SEVERITY: dict[str, str] = {
@@ -55,6 +56,7 @@ SEVERITY: dict[str, str] = {
     GOLDEN_FALLBACK: "error",
     "torch-after-kernel": "warning",
     "argv-run-mode-in-main": "warning",
+    "run-mode-pinned-npu": "warning",
 }
 
 

@@ -56,3 +56,16 @@ def test_a_case_that_launched_no_kernel_counts_for_nothing() -> None:
     assert ec.of_cases([idle], "sim") == ec.UNUSABLE  # nothing at all was judged: never 0
     assert ec.summary([idle], "sim") == "unusable input: none of the 1 case(s) launched a kernel (not run ×1)"
     assert ec.of_cases([idle, {"verdict": "graph_fail", "stage": "graph_verify"}], "sim") == ec.KERNEL_DEFECT
+
+
+def test_a_function_marked_skip_counts_for_nothing_and_one_we_cannot_call_is_unusable() -> None:
+    skipped = {"verdict": "not_run", "stage": "skipped"}
+    ran = {"verdict": "sim_garbage_graph_ok", "stage": "sim"}
+    assert ec.of_cases([ran, skipped], "sim") == ec.OK
+    assert ec.summary([ran, skipped], "sim") == (
+        "acceptable: 1 of 2 case(s) (sim garbage graph ok ×1); 1 marked skip by the test (not run)")
+    assert ec.of_cases([skipped], "sim") == ec.UNUSABLE
+    assert ec.summary([skipped], "sim") == \
+        "unusable input: none of the 1 case(s) was judged (1 marked skip by the test)"
+    uncallable = {"verdict": "not_run", "stage": "arguments"}  # its kernel never ran: never a kernel defect
+    assert ec.of_cases([ran, uncallable], "sim") == ec.UNUSABLE

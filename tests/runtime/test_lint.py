@@ -514,6 +514,36 @@ def test_argv_run_mode_in_main_fires_for_a_rebinding_under_dunder_main():
     assert_fires(src, "argv-run-mode-in-main")
 
 
+# --- run-mode-pinned-npu ----------------------------------------------------------------------
+
+PINNED_RUN_MODE = """\
+import pypto
+
+ALWAYS_NPU = pypto.RunMode.NPU
+
+
+@pypto.frontend.jit(runtime_options={"run_mode": ALWAYS_NPU})  # <-
+def k(x: pypto.Tensor(), out: pypto.Tensor()):
+    pypto.set_vec_tile_shapes(16, 64)
+    out[:] = x + 1.0
+"""
+
+
+def test_run_mode_pinned_to_the_npu_fires_by_name_and_literally():
+    assert_fires(PINNED_RUN_MODE, "run-mode-pinned-npu")
+    literal = PINNED_RUN_MODE.replace('{"run_mode": ALWAYS_NPU}', '{"run_mode": pypto.RunMode.NPU}')
+    assert_fires(literal, "run-mode-pinned-npu")
+    [finding] = [f for f in lint(PINNED_RUN_MODE) if f.rule == "run-mode-pinned-npu"]
+    assert "Not npu device" in finding.message and finding.severity == "warning"
+
+
+def test_run_mode_pinned_quiet_when_the_mode_comes_from_the_command_line():
+    assert_quiet(PINNED_RUN_MODE.replace("ALWAYS_NPU = pypto.RunMode.NPU",
+                                         "ALWAYS_NPU = pypto.RunMode.SIM if '--run_mode=sim' in sys.argv "
+                                         "else pypto.RunMode.NPU"), "run-mode-pinned-npu")
+    assert_quiet(LATE_RUN_MODE, "run-mode-pinned-npu")  # rebound in main: argv-run-mode-in-main says it
+
+
 def test_argv_run_mode_in_main_quiet_on_the_peek_idiom():
     src = """\
     import sys

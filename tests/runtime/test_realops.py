@@ -220,6 +220,187 @@ def test_module_graph_fail_and_an_argument_we_cannot_supply(warm_sim, calculator
     assert triple.case == "test_triple" and triple.verdict == "graph_fail", triple.verdict_reason
     assert triple.graph_verify["asserts_failed"] == 1
     assert needs.verdict == "not_run" and "needs an argument 'tokenizer'" in needs.error.message
+    assert needs.stage == "arguments"  # never a kernel defect: unusable input (runtime/exit_codes.py)
+
+
+GYM_STYLE_MODULE = '''
+import pypto
+import pytest
+import torch
+import torch_npu
+from numpy.testing import assert_allclose
+
+
+@pypto.frontend.jit
+def halve(x: pypto.Tensor([], pypto.DT_FP32), out: pypto.Tensor([], pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(16, 32)
+    out[:] = x * 0.5
+
+
+def check(device_id, factor):
+    torch.npu.set_device(device_id)
+    x = torch.randn(16, 32, device=f"npu:{device_id}")
+    out = torch.zeros(16, 32, device=f"npu:{device_id}")
+    halve(x, out)
+    assert_allclose(out.cpu().numpy(), (x.cpu() * factor).numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_halve(device_id):
+    check(device_id, 0.5)
+
+
+@pytest.mark.skip(reason="odd rows not supported yet")
+def test_halve_odd_rows(device_id):
+    check(device_id, 0.25)
+'''
+
+
+def test_module_gets_device_id_and_a_function_marked_skip_is_reported_not_run(warm_sim, calculator_cache, tmp_path):
+    """The gym's `test_fwd(device_id)` and the models' `@pytest.mark.skip(reason=...)` cases (docs/realops.md §10)."""
+    from runtime import exit_codes
+
+    path = tmp_path / "test_halve.py"
+    path.write_text(GYM_STYLE_MODULE)
+    report = run_submission(path, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w"), warm=warm_sim)
+    halve, odd = report.cases
+    assert halve.case == "test_halve" and halve.verdict == "sim_garbage_graph_ok", (halve.verdict_reason, halve.error)
+    assert (odd.verdict, odd.stage, odd.launches) == ("not_run", "skipped", [])
+    assert "odd rows not supported yet" in odd.verdict_reason
+    assert exit_codes.of_cases(report.cases, "sim") == exit_codes.OK
+    # Named with --case it runs, and its wrong factor is found.
+    asked = run_submission(path, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w2",
+                                            cases=["test_halve_odd_rows"]), warm=warm_sim).cases
+    assert [(c.case, c.verdict) for c in asked] == [("test_halve_odd_rows", "graph_fail")]
+
+
+PARAMETRIZED_MODULE = '''
+from dataclasses import dataclass
+
+import pypto
+import pytest
+import torch
+import torch_npu
+from numpy.testing import assert_allclose
+
+
+@dataclass(frozen=True)
+class ScaleCase:
+    rows: int
+    factor: float
+
+
+SCALE_CASES = [ScaleCase(16, 2.0), ScaleCase(32, 0.5)]
+
+
+@pypto.frontend.jit
+def scaled_copy(x: pypto.Tensor([pypto.DYNAMIC, 32], pypto.DT_FP32),
+                out: pypto.Tensor([pypto.DYNAMIC, 32], pypto.DT_FP32), factor: float):
+    pypto.set_vec_tile_shapes(16, 32)
+    for i in pypto.loop(x.shape[0] // 16, name="rows", idx_name="i"):
+        pypto.assemble(pypto.view(x, [16, 32], [i * 16, 0]) * factor, [i * 16, 0], out)
+
+
+@pytest.mark.parametrize("case", SCALE_CASES)
+def test_scaled_copy(case):
+    x = torch.randn(case.rows, 32).npu()
+    out = torch.zeros(case.rows, 32).npu()
+    scaled_copy(x, out, case.factor)
+    assert_allclose(out.cpu().numpy(), (x.cpu() * {expected}).numpy(), rtol=1e-6, atol=1e-6)
+'''
+
+
+@pytest.mark.parametrize("expected, verdict", [("case.factor", "sim_garbage_graph_ok"),
+                                               ("(2.0 if case.rows == 16 else 0.25)", "graph_fail")])
+def test_module_runs_each_parameter_set_its_parametrize_mark_gives(warm_sim, calculator_cache, tmp_path,
+                                                                   expected, verdict):
+    """The gym's `@pytest.mark.parametrize("case", MATMUL_CASES)`: `case` was ours (None), an AttributeError and
+    a kernel defect. Each set runs in the case's job, as pytest runs them (docs/realops.md §10)."""
+    path = tmp_path / "test_scaled_copy.py"
+    path.write_text(PARAMETRIZED_MODULE.replace("{expected}", expected))
+    case = run_submission(path, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w"), warm=warm_sim).cases[0]
+    assert case.verdict == verdict, (case.verdict, case.error)
+    assert case.kernel_launches == 2 and case.graph_verify["asserts_judged"] == 2
+
+
+def test_parameter_sets_are_the_product_of_stacked_marks_without_skipped_params():
+    from runtime.intake import testmodule
+
+    @pytest.mark.parametrize("dtype", ["fp32", pytest.param("fp8", marks=pytest.mark.skip(reason="no fp8"))])
+    @pytest.mark.parametrize("rows, cols", [(16, 32), (8, 64)])
+    def test_tile(rows, cols, dtype, tolerance=0.1):
+        pass
+
+    assert testmodule.parameter_sets(test_tile) == [{"rows": 16, "cols": 32, "dtype": "fp32"},
+                                                     {"rows": 8, "cols": 64, "dtype": "fp32"}]
+    assert testmodule.parameter_sets(lambda: None) is None
+    args = testmodule.arguments(test_tile, "test_tile", "sim", "npu:0", Path("none.json"),
+                                {"rows": 16, "cols": 32, "dtype": "fp32"})
+    assert args == {"rows": 16, "cols": 32, "dtype": "fp32"}
+
+
+def test_module_reads_its_card_from_the_environment_as_on_an_npu_host(warm_sim, calculator_cache, tmp_path):
+    """The gym's `int(os.environ["TILE_FWK_DEVICE_ID"])` in a test function: a KeyError was a kernel defect."""
+    path = tmp_path / "test_halve_env.py"
+    path.write_text(GYM_STYLE_MODULE.replace("import pypto\n", "import os\nimport pypto\n").replace(
+        "def test_halve(device_id):\n    check(device_id, 0.5)",
+        "def test_halve():\n    check(int(os.environ[\"TILE_FWK_DEVICE_ID\"]), 0.5)"))
+    case = run_submission(path, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w",
+                                           cases=["test_halve"]), warm=warm_sim).cases[0]
+    assert case.verdict == "sim_garbage_graph_ok", (case.verdict, case.error)
+
+
+def test_a_script_stopped_at_its_memory_limit_claims_no_compare(warm_sim, calculator_cache, tmp_path):
+    """Killed before its compare, graph verify says so, never `no_compare` (docs/realops.md §10)."""
+    path = tmp_path / "test_big_rows.py"
+    path.write_text(GYM_STYLE_MODULE.replace("def test_halve(device_id):\n",
+                                             "def test_halve(device_id):\n    hog = bytearray(3 * 1024 ** 3)\n"))
+    case = run_submission(path, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w",
+                                           memory_bytes=1024 ** 3, cases=["test_halve"]), warm=warm_sim).cases[0]
+    assert case.verdict == "resource_limit", (case.verdict, case.error)
+    assert case.graph_verify["status"] == "unavailable" and "memory limit" in case.graph_verify["reason"]
+
+
+ROW_GATHER = '''
+import pypto
+import torch
+import torch_npu
+from numpy.testing import assert_allclose
+
+ROWS, WIDTH = 1024, 4096
+
+
+@pypto.frontend.jit
+def row_gather(src: pypto.Tensor([pypto.DYNAMIC, ...], pypto.DT_FP32),
+               order: pypto.Tensor([pypto.DYNAMIC], pypto.DT_INT32),
+               out: pypto.Tensor([pypto.DYNAMIC, ...], pypto.DT_FP32), rows: int, width: int):
+    pypto.set_vec_tile_shapes(1, width)
+    for i in pypto.loop(rows, name="rows", idx_name="i", unroll_list=[16, 4, 1]):
+        picked = pypto.view(src, [1, width], [order[i], 0], valid_shape=[1, width])
+        pypto.assemble(picked * 2.0, [i, 0], out)
+
+
+def test_row_gather(device_id):
+    torch.npu.set_device(device_id)
+    src = torch.randn(ROWS, WIDTH, device=f"npu:{device_id}")
+    order = torch.randperm(ROWS, dtype=torch.int32).to(f"npu:{device_id}")
+    out = torch.zeros(ROWS, WIDTH, device=f"npu:{device_id}")
+    row_gather(src, order, out, ROWS, WIDTH)
+    assert_allclose(out.cpu().numpy(), (src.cpu()[order.cpu().long()] * 2.0).numpy(), rtol=1e-6, atol=1e-6)
+'''
+
+
+def test_a_case_only_graph_verify_cannot_afford_keeps_its_plain_sim_verdict(warm_sim, calculator_cache, tmp_path):
+    """A 1,024-row loop of row views: the calculator needs more than 2 GiB, plain SIM under 1 GiB (the gym's
+    moe_finalize_routing_v2 at 4,096 rows: more than 11.8 GiB). Not resource_limit, exit 3: SIM's verdict,
+    graph verify unavailable with the reason (docs/realops.md §10)."""
+    path = tmp_path / "test_row_gather.py"
+    path.write_text(ROW_GATHER)
+    case = run_submission(path, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w",
+                                           memory_bytes=3 * 1024 ** 3 // 2), warm=warm_sim).cases[0]
+    assert case.verdict == "sim_output_unwritten", (case.verdict, case.verdict_reason)
+    gv = case.graph_verify
+    assert gv["status"] == "unavailable" and gv["rule"] == "graph-verify-memory", gv
+    assert "1.50 GiB" in gv["reason"] and "--memory" in gv["reason"]
 
 
 def test_discovery_pairs_test_and_kernel_folders_and_names_each_route():
@@ -257,6 +438,17 @@ def test_cli_lists_operators_and_refuses_an_ambiguous_checkout(capsys):
     assert "inplace_add_norm         package      2  tests/ops/vector/InplaceAddNorm" in out
     assert main(["run", str(GYM), "--no-graph-verify"]) == 2
     assert "choose with --op NAME" in capsys.readouterr().err
+
+
+def test_cli_lists_a_test_modules_functions_and_its_skip_marks(capsys, tmp_path):
+    from runtime.cli.cli import main
+
+    path = tmp_path / "test_halve.py"
+    path.write_text(GYM_STYLE_MODULE)
+    assert main(["run", str(path), "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "test_halve.py: module, 2 test function(s), 1 marked skip" in out
+    assert "  test_halve_odd_rows  (marked skip: odd rows not supported yet; runs only with --case)" in out
 
 
 def test_cli_list_says_a_script_is_asked_for_its_cases(capsys, tmp_path):
@@ -415,6 +607,9 @@ def test_test_function_arguments_by_name(tmp_path):
     assert args == {"device": "npu:0", "case": {"id": "level1", "seed": 4}, "run_mode": "sim"}
     assert testmodule.arguments(lambda case: None, "test_other", "sim", "cpu", tmp_path / "test_cases.json") == \
         {"case": {"id": "a"}}
+    # The gym's `test_fwd(device_id)`: the card's index, as its main() passes int(TILE_FWK_DEVICE_ID).
+    assert testmodule.arguments(lambda device_id: None, "test_fwd", "npu", "npu:3", tmp_path / "none.json") == \
+        {"device_id": 3}
 
 
 MARKER_ONLY = '''
@@ -531,6 +726,53 @@ if __name__ == "__main__":
     else:
         test_triple()
 '''
+
+
+PATH_BUILT_TEST = '''
+import sys
+from pathlib import Path
+
+import torch
+import torch_npu  # noqa: F401
+
+_IMPL = Path(__file__).resolve().parents[3] / "src/mypkg/ops/toy_model/row_scale"
+sys.path.insert(0, str(_IMPL))
+
+from numpy.testing import assert_allclose
+from row_scale import scale_rows
+
+
+def test_row_scale():
+    x = torch.randn(16, 32).npu()
+    out = scale_rows(x)
+    assert_allclose(out.cpu().numpy(), (x.cpu() * 4.0).numpy(), rtol=1e-6, atol=1e-6)
+'''
+
+
+def test_a_test_importing_its_kernel_by_a_path_it_builds_into_src(warm_sim, calculator_cache, tmp_path):
+    """The gym's deepseek_v2_lite_chat: `parents[3] / "src/pypto_gym/ops/…/mla_prolog"` on sys.path, then `from
+    mla_prolog import …`; the kernel file is no *_impl.py. It was not found (ModuleNotFoundError, not_run exit 3),
+    and discovery called the folder unrunnable (docs/realops.md §10)."""
+    from runtime.intake.discover import discover
+
+    kernel = tmp_path / "checkout/src/mypkg/ops/toy_model/row_scale/row_scale.py"
+    kernel.parent.mkdir(parents=True)
+    for package in (kernel.parent, kernel.parent.parent):  # `row_scale/` is also a package: not what it imports
+        (package / "__init__.py").write_text("")
+    kernel.write_text("import pypto\nimport torch\n\n\n@pypto.frontend.jit\n"
+                      "def k(x: pypto.Tensor([16, 32], pypto.DT_FP32), out: pypto.Tensor([16, 32], pypto.DT_FP32)):\n"
+                      "    pypto.set_vec_tile_shapes(16, 32)\n    out[:] = x * 4.0\n\n\n"
+                      "def scale_rows(x):\n    out = torch.empty_like(x)\n    k(x, out)\n    return out\n")
+    test = tmp_path / "checkout/tests/ops/toy_model/test_row_scale.py"
+    test.parent.mkdir(parents=True)
+    test.write_text(PATH_BUILT_TEST)
+    (test.parent / "test_cases.json").write_text('{"op_name": "row_scale", "test_cases": [{"id": "c1"}]}')
+    report = run_submission(test, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w"), warm=warm_sim)
+    assert [(c.case, c.verdict) for c in report.cases] == [("test_row_scale", "sim_garbage_graph_ok")], \
+        report.cases[0].error
+    [found] = discover(tmp_path / "checkout")
+    assert (found.name, found.route, found.entry) == ("row_scale", "module", "tests/ops/toy_model/test_row_scale.py")
+    assert "src/mypkg/ops/toy_model/row_scale/row_scale.py" in found.files
 
 
 def test_a_test_importing_the_checkouts_src_layout_by_package_name(warm_sim, calculator_cache, tmp_path):

@@ -22,3 +22,16 @@ def test_the_cost_models_reader_rejecting_a_compiled_kernel_is_a_sim_gap():
 def test_other_simulation_errors_are_not_read_as_gaps():
     assert simgap.detect("[SIMULATION]: something else failed, func Run, file Scheduler.cpp, line 12") is None
     assert simgap.detect("ParseInput.cpp mentioned without the component") is None
+
+
+def test_the_headline_of_a_specific_code_alone_on_its_line_keeps_the_check_after_it():
+    # The shape of a frontend broadcast check (written here): the code names the component, the next line the check.
+    message = ("Errcode: FC0000!\nOnly allow to expand one axis! Actual expanded axes count: 2. Operand shape: "
+               "([1, 1, 64]) Result shape: ([8, 4, 64]), func CheckExpandTensorValid\n\nlibstdc(+0x1) [0x1]")
+    assert simgap.headline(message).startswith("Errcode: FC0000! Only allow to expand one axis!")
+    assert simgap.headline("Errcode: FFFFFF!\nErrCode: F92001,[SIMULATION]: no pipe") == \
+        "ErrCode: F92001,[SIMULATION]: no pipe"
+    assert simgap.headline("ValueError: bad shape\nmore") == "ValueError: bad shape"
+    # Behind the underlying error's type, as a RenderedParserError carries it.
+    assert simgap.headline("RuntimeError: Errcode: FC3002!\nUnsupported output data type.") == \
+        "RuntimeError: Errcode: FC3002! Unsupported output data type."

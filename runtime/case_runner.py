@@ -16,6 +16,7 @@ from runtime.evidence import emulated
 from runtime.intake import listing
 from runtime.evidence import graph_verify
 from runtime.intake import testmodule
+from runtime.intake.testmodule import SkippedFunction, TestFunction
 from runtime import verdicts
 from runtime.fence.host_memory import runs_alone
 from runtime.intake.cases import CaseSpec, case_bytes
@@ -24,6 +25,7 @@ from runtime.fence.jobenv import JobDirs, job_environment
 from runtime.fence.jobfiles import JobFiles
 from runtime.lint import GOLDEN_FALLBACK, VERSION_SKEW_RULES
 from runtime.judge.outcome import JobContext, build
+from runtime.judge.reruns import label_test_double, memory_of_graph_verify
 from runtime.report import CaseResult, Diagnosis, ErrorInfo, LintFinding, Stage
 from runtime.fence.sandbox import Limits
 from runtime.warm import WarmParent
@@ -60,19 +62,6 @@ class RunOptions:
     parallel: int = 1  # cases run at once (each its own sandboxed fork)
     keep_work: bool = False  # keep the temp work dir (without work_dir); a given work_dir is always kept
     pypto: str | None = None  # the pypto version asked for: refused unless it is this host's (docs/versions.md §3)
-
-
-@dataclass(frozen=True)
-class TestFunction:
-    """A `test_*` function of a test module: one case."""
-    name: str
-
-
-@dataclass(frozen=True)
-class SkippedFunction:
-    """A `test_*` function its author marked skip: a case reported, not run (docs/realops.md §10)."""
-    name: str
-    reason: str
 
 
 # Called after each case with (case, done, total); returning False stops the run (cancel).
@@ -385,7 +374,7 @@ class CaseRunner:
                                   "reason": f"SIM stops before graph verify can judge: {plain.sim_gap}"}
             return plain
         if (failed.graph_verify or {}).get("memory_limit"):
-            return _memory_of_graph_verify(plain, failed)
+            return memory_of_graph_verify(plain, failed)
         if plain.verdict in ("structural_error", "crash", "timeout", "resource_limit"):
             plain.graph_verify = {"status": "unavailable", "metrics": None,
                                   "reason": "the kernel fails to compile or run with and without graph verify"}
@@ -434,30 +423,3 @@ class CaseRunner:
 def _script_dir_writable(request: dict[str, Any], dirs: JobDirs, script: str | None) -> None:
     """The job runs a script from its own folder (docs/realops.md §3); let it write there like in a checkout."""
     request["writable_dirs"].append(str(dirs.src / Path(script or ".").parent))
-
-
-def label_test_double(case: CaseResult) -> None:
-    """A run on the torch_npu test double measured no NPU: it may not claim precision either way."""
-    case.precision = "not_applicable"
-    if case.verdict in ("pass", "precision_fail"):
-        case.verdict_reason = (f"ran on PTO Crosscheck's torch_npu test double, not an NPU: no precision "
-                               f"evidence (the double's outcome was {case.verdict})")
-        case.verdict = "not_run"
-
-
-def _memory_of_graph_verify(plain: CaseResult, failed: CaseResult) -> CaseResult:
-    """A case stopped at its memory limit with graph verify on, run again without it (docs/realops.md §10).
-
-    When the plain run fits, the memory was graph verify's (the calculator's copy of every launch): the case
-    keeps the plain run's verdict and says graph verify could not be afforded. When it does not, the case is
-    the resource_limit it was.
-    """
-    if plain.verdict == verdicts.RESOURCE_LIMIT:
-        plain.graph_verify = {"status": "unavailable", "metrics": None,
-                              "reason": "the case hits its memory limit with and without graph verify"}
-        return plain
-    plain.graph_verify = {"status": "unavailable", "metrics": None, "rule": "graph-verify-memory",
-                          "reason": f"graph verify needed more than the job's memory limit ({failed.verdict_reason}); "
-                                    "without it the case ran, so this verdict has no graph evidence: raise --memory "
-                                    "for it"}
-    return plain

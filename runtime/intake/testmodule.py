@@ -12,6 +12,7 @@ import importlib.util
 import inspect
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -196,3 +197,16 @@ def _case_for(function: str, case_file: Path) -> dict[str, Any] | None:
     wanted = function.removeprefix("test_")
     return next((c for c in cases if isinstance(c, dict) and str(c.get("id")) == wanted),
                 cases[0] if cases else None)
+
+
+@dataclass(frozen=True)
+class TestFunction:
+    """A `test_*` function of a test module: one case."""
+    name: str
+
+
+@dataclass(frozen=True)
+class SkippedFunction:
+    """A `test_*` function its author marked skip: a case reported, not run (docs/realops.md §10)."""
+    name: str
+    reason: str

@@ -8,7 +8,8 @@ with |o - g| > rtol * (|o| + |g|) / 2 + atol (pypto's rule, docs/pypto.md §3). 
 says otherwise, or whose verdict disagrees with its own error count, is a contradiction: the case
 is never accepted (runtime.evidence.corroborate).
 
-Only the golden rows of the launch that last wrote each output are recomputed: earlier launches of
+Only the golden rows of the launch that last wrote each output are recomputed (an output the graph
+left unwritten is garbage on both sides and fails anyway): earlier launches of
 a multi-launch wrapper compared partial results, and the pass-verify rows (a lowered pass against
 the tensor graph) have no second copy the harness could hold.
 """
@@ -66,6 +67,10 @@ def contradictions(rows_by_launch: dict[int, list[dict[str, str]]], outputs: lis
         ours = [r for r in o.get("pypto_recompute") or [] if isinstance(r, dict) and r.get("max_abs_diff") is not None]
         launch, arg = o.get("last_launch"), o.get("last_arg")
         if not ours or not isinstance(launch, int) or not isinstance(arg, int):
+            continue
+        if o.get("launch_wrote") is False:
+            # The graph never wrote it: pypto compared a buffer of uninitialised memory of its own, read at
+            # another moment than the dump, so its numbers are not ours to hold (the case fails anyway).
             continue
         # pypto names the argument it compared: `output<arg>` (measured: `output2` for the third argument).
         rows = [r for r in rows_by_launch.get(launch, []) if r.get("ioflag") == f"output{arg}"

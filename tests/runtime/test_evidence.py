@@ -186,3 +186,17 @@ def test_the_seal_sees_edits_to_the_harness(monkeypatch):
 def test_job_results_dir_is_writable_by_the_job():
     assert JobDirs(Path("/j")).results in JobDirs(Path("/j")).writable()
     assert os.path.basename(str(JobDirs(Path("/j")).results)) == "results"
+
+
+def test_a_verify_csv_is_held_against_our_recompute_only_for_an_output_the_graph_wrote():
+    from runtime.evidence import verify_recheck
+
+    rows = {0: [{"passName": "tensor_graph", "referPassName": "golden", "ioflag": "output2", "verifyResult": "FAILED",
+                 "maxAbsDiff": "78656991835418534559268793208537088.0", "errorCount": "2048",
+                 "outputShape": "[32, 64]"}]}
+    ours = {"pypto_recompute": [{"max_abs_diff": 5.3e30, "error_count": 2048, "numel": 2048, "shape": [32, 64]}],
+            "last_launch": 0, "last_arg": 2}
+    # Written by the graph: numbers that differ are a forged CSV.
+    assert "recomputed max |diff| 5.3e+30" in verify_recheck.contradictions(rows, [dict(ours, launch_wrote=True)])[0]
+    # Never written: both sides read uninitialised memory at different moments (examples/unwritten_output).
+    assert verify_recheck.contradictions(rows, [dict(ours, launch_wrote=False)]) == []

@@ -16,7 +16,7 @@ from runtime.fence.jobenv import JobDirs
 from runtime.devices.pypto_api import installed_version
 from runtime.report import CaseResult, Diagnosis, ErrorInfo, Launch, LintFinding, Stage
 from runtime.judge import readings
-from runtime.judge.tolerance import assert_passed, within_tolerance
+from runtime.judge.tolerance import RETURNED_COMPARE, assert_passed, within_tolerance
 
 TAIL_CHARS = 8000
 OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory")
@@ -354,6 +354,11 @@ def _script_graph(events: list[dict[str, Any]], script: dict[str, Any], structur
                                        **_scalar(a)} for a in judged[:50]]}
     if status == "no_compare":
         gv["reason"] = "no assert of the script compared a kernel's output"
+    returned = [a for a in failed if (a.get("metrics") or {}).get("kind") == RETURNED_COMPARE]
+    if returned:
+        m = returned[0]["metrics"]
+        gv["reason"] = (f"the script's {returned[0].get('api')}(rtol={m.get('rtol')}, atol={m.get('atol')}) returned "
+                        f"False on {returned[0]['graph'].get('kernel')}'s output (the tensor graph's CPU result)")
     bare = [a for a in failed if _scalar(a)]
     if bare:
         gv["reason"] = f"the script's assert {_scalar(bare[0])['compare']} failed on a float read from " \

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 SCALAR_COMPARE = "scalar_compare"  # `assert max_diff < tol` on a float read from a kernel output
+RETURNED_COMPARE = "returned_compare"  # torch/numpy allclose on a kernel output: judged by what it returned
 
 
 def within_tolerance(m: dict[str, Any], compare_kind: str = "strict", max_ratio: float = 0.005) -> bool:
@@ -19,7 +20,9 @@ def within_tolerance(m: dict[str, Any], compare_kind: str = "strict", max_ratio:
 
 
 def assert_passed(m: dict[str, Any]) -> bool:
-    """A captured assert_allclose/assert_close call, judged by its own rtol/atol; a bare compare by its result."""
+    """A captured assert_allclose/assert_close call, judged by its own rtol/atol; a bare compare or allclose by its result."""
     if isinstance(m, dict) and m.get("kind") == SCALAR_COMPARE:
         return m.get("held") is True
+    if isinstance(m, dict) and m.get("kind") == RETURNED_COMPARE:
+        return m.get("returned") is True
     return "error" not in m and within_tolerance(m)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import site
 import signal
 import subprocess
 import sys
@@ -58,7 +59,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _pip(venv: Path, *args: str) -> None:
-    # The system pip in the venv (system site packages): offline, no build isolation, our setuptools.
+    # The outer environment's pip in the venv (outer.pth): offline, no build isolation, its setuptools.
     subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
                     *args], check=True, env=_env(), cwd=venv.parent, timeout=600)
 
@@ -74,8 +75,11 @@ def source_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session", params=["editable", "wheel"])
 def install(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, source_copy: Path) -> Install:
     venv = tmp_path_factory.mktemp(f"venv-{request.param}") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True,
-                   timeout=300)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
+    # The packages of the environment running the tests (a virtualenv too, where --system-site-packages
+    # would see the base Python's instead), after the venv's own.
+    inner = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    (inner / "outer.pth").write_text("".join(f"{p}\n" for p in site.getsitepackages()))
     if request.param == "editable":
         _pip(venv, "-e", str(source_copy))
     else:

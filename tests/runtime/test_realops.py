@@ -629,7 +629,7 @@ if __name__ == "__main__":
     out = torch.empty_like(x)
     k(x, out)
     if "npu" in sys.argv:
-        assert torch.allclose(out, x * 2.0)
+        print("sum:", float(out.sum()))  # no compare in its NPU branch either (an allclose there is one)
     print("[PRECISION_PASS]")  # in SIM the script compares nothing, as some real tests do
 '''
 

@@ -15,13 +15,19 @@ The checkout itself: bench/gym_nightly_gen.py.
 """
 from __future__ import annotations
 
+import sys
+
+# bench/bisect.py would shadow the standard library's bisect (tempfile imports it through random):
+# the bench folder goes after the standard library on the path, not first.
+if sys.path and sys.path[0].rstrip("/").endswith("bench"):
+    sys.path.append(sys.path.pop(0))
+
 import argparse
 import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -31,7 +37,7 @@ from typing import Any
 import httpx2 as httpx
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "bench"))
+sys.path.append(str(REPO / "bench"))
 sys.path.insert(0, str(REPO))
 
 import nightly  # noqa: E402  (starts and stops `crosscheck up` like bench/nightly.py)

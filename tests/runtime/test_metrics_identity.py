@@ -149,8 +149,9 @@ def dumped(tmp_path: Path, dtype: torch.dtype, numel: int, kind: str) -> tuple[J
         out = golden.clone()
     else:
         out = outputs_for(golden, seed=7)[kind]
-    before = torch.full_like(golden, float("nan"))
-    before[: numel // 3] = 0.5
+    before = torch.full_like(golden, float("nan"))  # scrubbed memory, partly written
+    if kind != "garbage":
+        before[: numel // 3] = 0.5
     entry = dumps.OutputDump(golden=golden, output=out, before=before, first_post_sha256="x",
                              last_post_sha256=dumps.sha256(out), last_launch=0, last_arg=1)
     dumps.write(tmp_path, [entry])

@@ -297,11 +297,10 @@ def _one_pass(files: JobFiles, gold: dict[str, Any], out: dict[str, Any], before
     parts: dict[str, list[dict[str, Any]]] = {k: [] for k, m in pairs.items() if m["shape"] == gold["shape"]}
     recomputes = [verify_recheck.Recompute(out["shape"]) for _ in others]
     for step in in_step(files, list(reading.values()), digests):
-        g = step.get(gold["file"])
-        for key in parts:
+        g, o = step.get(gold["file"]), step.get(out["file"])  # None past their end (a longer arg_now goes on)
+        for key in parts if g is not None else ():
             parts[key].append(metrics.compare(step[pairs[key]["file"]], g, rtol, atol))
-        o = step.get(out["file"])
-        for rec, other in zip(recomputes, others):
+        for rec, other in zip(recomputes, others) if o is not None else ():
             # The output bit-identical to this very golden: every finite diff is 0 and only infinities count.
             same = other["file"] == gold["file"] and "returned" in parts and parts["returned"][-1]["bit_identical"]
             rec.add(o, step[other["file"]], rtol, atol, parts["returned"][-1]["inf_count"] if same else None)

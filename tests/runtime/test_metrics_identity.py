@@ -227,3 +227,22 @@ def test_recompute_matches_the_reference_across_dtypes() -> None:
                 else:
                     rec.add(o, g[i:i + 700], *TOL)
             assert text(rec.result()) == text(reference_recompute(out, g, *TOL)), (name, shortcut)
+
+
+def test_the_leaders_one_pass_with_an_output_that_is_part_of_its_argument(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launch argument (hashed, 3000 elements) outlasts the output and golden (1000) in the shared reads."""
+    monkeypatch.setattr(dumps, "CHUNK_ELEMENTS", 400)
+    arg = golden_of(torch.float32, (3000,), seed=2)
+    golden = arg[:1000].clone() * 1.0001
+    before = torch.full((1000,), float("nan"))
+    out = arg[:1000]
+    entry = dumps.OutputDump(golden=golden, output=out, before=before, arg_now=arg, first_post_sha256="x",
+                             last_post_sha256=dumps.sha256(arg), last_launch=0, last_arg=0)
+    dumps.write(tmp_path, [entry])
+    got = dumps.recheck(JobFiles(tmp_path, None), TOL, True, [dumps.sha256(golden)])["outputs"][0]
+    assert text(got["graph_metrics"]) == text(chunked_reference(out, golden, *TOL))
+    assert text(got["metrics"]) == text(chunked_reference(before, golden, *TOL))
+    assert got["changed_after_launch"] is False
+    parts = [reference_recompute(out[i:i + 400], golden[i:i + 400], *TOL) for i in range(0, 1000, 400)]
+    assert got["pypto_recompute"][0]["error_count"] == sum(p["error_count"] for p in parts)

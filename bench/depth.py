@@ -9,44 +9,53 @@ its year view and the overview (200 rows a page).
 
     python bench/depth.py --quick                  # SQLite, about 200k rows, under 3 minutes
     python bench/depth.py --rows 1000000 [--postgres] [--keep]
-    python bench/depth.py --rows 10000000 --postgres --keep --requests 200
+    python bench/depth.py --rows 1000000 10000000 --postgres --seed-only   # seed once, kept
+    python bench/depth.py --rows 1000000 10000000 --postgres --keep --requests 200
 
-The last line is `depth-ratio history=<r> page=<r> overview=<r> year=<r>`.
+Several sizes are measured in one run, each database's requests after the other's, and a line
+`size-ratio history=<r> page=<r> overview=<r> year=<r>` gives p99 at the largest over p99 at the
+smallest. The last line is `depth-ratio history=<r> page=<r> overview=<r> year=<r>` (the largest).
 """
 from __future__ import annotations
 
-import argparse
 import os
-import statistics
 import sys
-import tempfile
-import time
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any
 
-from sqlalchemy import text
+BENCH = os.path.dirname(os.path.abspath(__file__))
+# Run as `python bench/depth.py`, bench/ comes first on sys.path and bench/bisect.py would stand in for
+# the standard library's bisect, which random (tempfile, statistics) imports: bench/ goes last.
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != BENCH] + [BENCH]
+sys.path.insert(0, os.path.dirname(BENCH))
 
-BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH.parent))
-sys.path.insert(0, str(BENCH))
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import statistics  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from datetime import UTC, datetime  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+from sqlalchemy import text  # noqa: E402
 
 from dashboard import timed_app  # noqa: E402
 from seed import REPORT_BYTES, database  # noqa: E402
 
 from server.config import Settings  # noqa: E402
-from server.services import tokens  # noqa: E402
+from server.services import history_spans, tokens  # noqa: E402
 
 PG_DB = "crosscheck_bench_depth"
 SHALLOW, DEEP, CASES = 100, 1000, 10
 TARGET_RATIO = 1.2
+TARGET_SIZE_RATIO = 1.3
+OVERVIEW_ROWS = 200
 QUICK_ROWS = 200_000
 # The summary line's names: endpoint label -> key.
 HEADLINE = {"history API": "history", "operator page": "page", "overview, 200 rows": "overview",
             "operator page, year": "year"}
 
 
-def endpoints(name: str, depth: int, year: str) -> list[tuple[str, str]]:
+def endpoints(name: str, depth: int, year: str, per_page: int = OVERVIEW_ROWS) -> list[tuple[str, str]]:
     """(label, url) for an operator of this depth; the overview shows the operators of this depth."""
     return [("history API", f"/api/v1/operators/{name}/history"),
             ("history API ?mode=sim", f"/api/v1/operators/{name}/history?mode=sim"),
@@ -54,11 +63,11 @@ def endpoints(name: str, depth: int, year: str) -> list[tuple[str, str]]:
             ("cases API", f"/api/v1/cases?operator={name}&mode=sim&limit=100"),
             ("operator page", f"/operators/{name}"),
             ("operator page, year", f"/operators/{name}?range=1y"),
-            ("overview, 200 rows", f"/?q={depth}runs&per_page=200")]  # "100runs" is no part of "1000runs"
+            ("overview, 200 rows", f"/?q={depth}runs&per_page={per_page}")]  # "100runs" is no part of "1000runs"
 
 
-def measure(settings: Settings, requests: int) -> dict[str, dict[str, list[float]]]:
-    """label -> {"shallow": ms..., "deep": ms...}, each request of one depth followed by the other's."""
+def _client(settings: Settings) -> tuple[Any, Any, dict[int, list[str]]]:
+    """(TestClient, server_ms, depth -> operator names) of one seeded database, signed in."""
     from fastapi.testclient import TestClient
 
     from server.main import create_app
@@ -71,26 +80,45 @@ def measure(settings: Settings, requests: int) -> dict[str, dict[str, list[float
         names = {d: [n for n in every if f"_{d}runs_" in n][:5] for d in (SHALLOW, DEEP)}
     if not names[SHALLOW] or not names[DEEP]:
         raise SystemExit("the database holds no operators of both depths: seed it with bench/depth.py")
-    year = (datetime.now(UTC) - timedelta(days=365)).strftime("%Y-%m-%dT%H:%M:%SZ")
     timed, server_ms = timed_app(app)
-    out: dict[str, dict[str, list[float]]] = {}
-    with TestClient(timed) as client:
-        client.headers["Authorization"] = f"Bearer {secret}"
-        client.cookies.set("crosscheck_token", secret)
-        labels = [label for label, _ in endpoints("x", SHALLOW, year)]
+    client = TestClient(timed)
+    client.headers["Authorization"] = f"Bearer {secret}"
+    client.cookies.set("crosscheck_token", secret)
+    return client, server_ms, names
+
+
+Results = dict[str, dict[str, list[float]]]  # label -> {"shallow": ms..., "deep": ms...}
+
+
+def measure(databases: list[Settings], requests: int, per_page: int = OVERVIEW_ROWS) -> list[Results]:
+    """Per database: every request of one depth followed by the other's, and each database's after
+    the other's (A B A B ...), so that the load of the moment falls on all alike. The overview shows
+    `per_page` rows of operators of one depth."""
+    # The year as the operator page asks it: from a span boundary, whole spans only (docs/history.md §7).
+    year = history_spans.aligned_since(datetime.now(UTC), 365).strftime("%Y-%m-%dT%H:%M:%SZ")
+    clients = [_client(settings) for settings in databases]
+    out: list[Results] = [{} for _ in databases]
+    labels = [label for label, _ in endpoints("x", SHALLOW, year)]
+    for client, _, _ in clients:
+        client.__enter__()
+    try:
         for i in range(requests + 3):  # 3 warm-up rounds, not counted
             if i and i % 20 == 0:
                 print(f"  round {i} of {requests + 3}, load average {os.getloadavg()[0]:.1f}", file=sys.stderr,
                       flush=True)
             for k, label in enumerate(labels):
-                for depth, kind in ((SHALLOW, "shallow"), (DEEP, "deep")):
-                    name = names[depth][i % len(names[depth])]
-                    url = endpoints(name, depth, year)[k][1]
-                    server_ms.clear()
-                    response = client.get(url)
-                    assert response.status_code == 200, (url, response.status_code, response.text[:300])
-                    if i >= 3:
-                        out.setdefault(label, {}).setdefault(kind, []).extend(server_ms)
+                for (client, server_ms, names), results in zip(clients, out):
+                    for depth, kind in ((SHALLOW, "shallow"), (DEEP, "deep")):
+                        name = names[depth][i % len(names[depth])]
+                        url = endpoints(name, depth, year, per_page)[k][1]
+                        server_ms.clear()
+                        response = client.get(url)
+                        assert response.status_code == 200, (url, response.status_code, response.text[:300])
+                        if i >= 3:
+                            results.setdefault(label, {}).setdefault(kind, []).extend(server_ms)
+    finally:
+        for client, _, _ in clients:
+            client.__exit__(None, None, None)
     return out
 
 
@@ -110,37 +138,69 @@ def report(results: dict[str, dict[str, list[float]]]) -> dict[str, float]:
     return ratios
 
 
+def size_ratios(small: Results, large: Results) -> dict[str, float]:
+    """p99 at the larger database over p99 at the smaller, per headline endpoint (both depths' requests)."""
+    return {key: p99(large[label]["shallow"] + large[label]["deep"]) / p99(small[label]["shallow"] + small[label]["deep"])
+            for label, key in HEADLINE.items()}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help=f"SQLite, about {QUICK_ROWS:,} rows, 60 requests each")
-    ap.add_argument("--rows", type=int, default=1_000_000, help="case results in all, about")
+    ap.add_argument("--rows", type=int, nargs="+", default=[1_000_000],
+                    help="case results in all, about; several sizes are measured interleaved, with a size ratio")
     ap.add_argument("--requests", type=int, default=100, help="timed requests per endpoint and depth")
     ap.add_argument("--postgres", action="store_true", help="a dedicated database on the local PostgreSQL")
     ap.add_argument("--report-bytes", type=int, default=REPORT_BYTES, help="stderr tail in each stored report")
     ap.add_argument("--keep", action="store_true", help="keep the seeded database for the next run (bench/seed.py)")
+    ap.add_argument("--seed-only", action="store_true", help="seed and keep the databases, measure nothing")
     args = ap.parse_args()
     if args.quick:
-        args.rows, args.requests, args.postgres = QUICK_ROWS, min(args.requests, 60), False
+        args.rows, args.requests, args.postgres = [QUICK_ROWS], min(args.requests, 60), False
+    args.keep = args.keep or args.seed_only
     pair = (SHALLOW + DEEP) * CASES  # the rows of one shallow and one deep operator
-    operators = 2 * max(1, round(args.rows / pair))
+    sizes = sorted(2 * max(1, round(rows / pair)) for rows in args.rows)  # operators per database
     t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="bench-depth-") as tmp:
-        url, cleanup = database(args.postgres, PG_DB, tmp, (operators, DEEP, CASES), args.keep, args.report_bytes,
-                                depths=(SHALLOW, DEEP))
-        try:
-            settings = Settings(data_dir=Path(tmp), database_url=url)
-            load = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="bench-depth-") as tmp, contextlib.ExitStack() as stack:
+        databases = []
+        for n, operators in enumerate(sizes):
+            folder = Path(tmp) / str(n)
+            folder.mkdir()
+            seeded = time.perf_counter()
+            url, cleanup = database(args.postgres, f"{PG_DB}_{n}", str(folder), (operators, DEEP, CASES), args.keep,
+                                    args.report_bytes, depths=(SHALLOW, DEEP))
+            stack.callback(cleanup)
+            print(f"{url}: ready in {time.perf_counter() - seeded:.0f} s, load average {os.getloadavg()[0]:.1f}",
+                  flush=True)
+            databases.append(Settings(data_dir=folder, database_url=url))
+        if args.seed_only:
+            return 0
+        # The same overview page in every database: a small one may hold fewer than 200 operators of a
+        # depth (1M: 91), and a size ratio of 91 rows against 200 would measure the rows, not the size.
+        per_page = min(OVERVIEW_ROWS, sizes[0] // 2)
+        load = os.getloadavg()
+        results = measure(databases, args.requests, per_page)
+        after = os.getloadavg()
+        for operators, by_label in zip(sizes, results):
             print(f"\n{'PostgreSQL' if args.postgres else 'SQLite'}: {operators} operators ({operators // 2} with "
                   f"{SHALLOW} runs, {operators // 2} with {DEEP}), {operators // 2 * pair:,} case results; "
-                  f"{args.requests} requests per endpoint and depth, interleaved; server ms in process")
-            ratios = report(measure(settings, args.requests))
-            after = os.getloadavg()
-            print(f"\nload average {load[0]:.1f} before, {after[0]:.1f} after (1 min); {time.perf_counter() - t0:.0f} s "
-                  f"in all; target: p99 ratio <= {TARGET_RATIO}")
-        finally:
-            cleanup()
-    ok = all(ratios[label] <= TARGET_RATIO for label in HEADLINE)
-    print("depth-ratio " + " ".join(f"{key}={ratios[label]:.2f}" for label, key in HEADLINE.items()))
+                  f"{args.requests} requests per endpoint and depth, interleaved; server ms in process; the "
+                  f"overview shows {min(per_page, operators // 2)} rows")
+            ratios = report(by_label)
+            if len(results) > 1:
+                print("depth-ratio " + " ".join(f"{key}={ratios[label]:.2f}" for label, key in HEADLINE.items()))
+        print(f"\nload average {load[0]:.1f} before, {after[0]:.1f} after (1 min); {time.perf_counter() - t0:.0f} s "
+              f"in all; target: p99 ratio <= {TARGET_RATIO} (depth), <= {TARGET_SIZE_RATIO} (size)")
+    ok = all(r[label]["deep"] and p99(r[label]["deep"]) / p99(r[label]["shallow"]) <= TARGET_RATIO
+             for r in results for label in HEADLINE)
+    if len(results) > 1:
+        by_size = size_ratios(results[0], results[-1])
+        ok = ok and all(v <= TARGET_SIZE_RATIO for v in by_size.values())
+        print(f"size-ratio ({sizes[-1] // 2 * pair:,} over {sizes[0] // 2 * pair:,} case results) "
+              + " ".join(f"{key}={v:.2f}" for key, v in by_size.items()))
+    # The largest database's depth ratios come last: the line scripts read.
+    print("depth-ratio " + " ".join(f"{key}={p99(results[-1][label]['deep']) / p99(results[-1][label]['shallow']):.2f}"
+                                    for label, key in HEADLINE.items()))
     return 0 if ok else 1
 
 

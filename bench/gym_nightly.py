@@ -11,9 +11,19 @@ the first night, an unchanged second night, a third after changing one operator'
 For the first night it sums the stored per-case stage timings (GET /jobs/{id}/report) and compares
 them with pypto's own floor: each case's wrapper call (compile + cost model) timed in plain warm
 processes, measured in the same run before and after the nights (`--floor-sample K` to time K cases).
+Last line: `gym-nightly first=… second/first=… third/first=… overhead=… with_evidence=…`: overhead is the
+first night's summed case time (the job's wall) over the floor; with_evidence adds the job leader's
+evidence checks after each job, so the harness's own cost shows too.
 The checkout itself: bench/gym_nightly_gen.py.
 """
 from __future__ import annotations
+
+import sys
+
+# bench/bisect.py would shadow the standard library's bisect (tempfile imports it through random):
+# the bench folder goes after the standard library on the path, not first.
+if sys.path and sys.path[0].rstrip("/").endswith("bench"):
+    sys.path.append(sys.path.pop(0))
 
 import argparse
 import json
@@ -21,7 +31,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -31,7 +40,7 @@ from typing import Any
 import httpx2 as httpx
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "bench"))
+sys.path.append(str(REPO / "bench"))
 sys.path.insert(0, str(REPO))
 
 import nightly  # noqa: E402  (starts and stops `crosscheck up` like bench/nightly.py)
@@ -107,7 +116,9 @@ def results(client: httpx.Client, run_id: int) -> list[dict[str, Any]]:
 
 
 def stage_profile(client: httpx.Client, rows: list[dict[str, Any]]) -> tuple[dict[str, float], list[tuple]]:
-    """Seconds per stage summed over the night's cases, and (floor key, case s, sim stage s) per case that ran."""
+    """Seconds per stage summed over the night's cases, and (floor key, case s, sim stage s, evidence s) per case
+    that ran. A case's duration is the job's wall time; the leader's evidence checks come after it, so they are
+    counted beside it (report["evidence"]["duration_s"]), not inside."""
     stages: dict[str, float] = defaultdict(float)
     ran = []
     for job_id in sorted({r["job_id"] for r in rows if r["source"] == "worker" and r["job_id"]}):
@@ -122,11 +133,11 @@ def stage_profile(client: httpx.Client, rows: list[dict[str, Any]]) -> tuple[dic
             inside = sum(st["duration_s"] for st in case["stages"] if st["name"] not in ("syntax", "lint"))
             evidence = float((case.get("evidence") or {}).get("duration_s") or 0)
             stages["evidence (leader, after the job)"] += evidence
-            stages["fork, sandbox, verdict (rest of the case)"] += max(0.0, case["duration_s"] - inside - evidence)
+            stages["fork, sandbox, verdict (rest of the case)"] += max(0.0, case["duration_s"] - inside)
             m = re.fullmatch(r"(?:test_)?level(\d+)", case["case"])
             if m and case["verdict"] != "not_run":
                 sim = sum(st["duration_s"] for st in case["stages"] if st["name"] == "sim")
-                ran.append((f"{job['operator']}/{m.group(1)}", case["duration_s"], sim))
+                ran.append((f"{job['operator']}/{m.group(1)}", case["duration_s"], sim, evidence))
         for name, seconds in shared:
             stages[name] += seconds
         stages["worker: bundle, store (job - report)"] += max(0.0, (job["timings"]["duration_s"] or 0)
@@ -135,14 +146,14 @@ def stage_profile(client: httpx.Client, rows: list[dict[str, Any]]) -> tuple[dic
 
 
 def against_floor(ran: list[tuple], floor_s: dict[str, float], made: list[dict[str, Any]]) -> dict[str, list[float]]:
-    """Per size class: [our case s, our sim stage s, floor s, cases]."""
+    """Per size class: [our case s, our sim stage s, floor s, cases, the leader's evidence s]."""
     large = {f"{m['name']}/{k}" for m in made for k, c in
              enumerate(json.loads((Path(m["test_dir"]) / "test_cases.json").read_text())["test_cases"])
              if "large" in c["description"]}
-    classes: dict[str, list[float]] = {"small": [0.0] * 4, "large (8-32 MiB tensors)": [0.0] * 4}
-    for key, case_s, sim_s in ran:
+    classes: dict[str, list[float]] = {"small": [0.0] * 5, "large (8-32 MiB tensors)": [0.0] * 5}
+    for key, case_s, sim_s, evidence_s in ran:
         if key in floor_s:
-            for i, v in enumerate((case_s, sim_s, floor_s[key], 1)):
+            for i, v in enumerate((case_s, sim_s, floor_s[key], 1, evidence_s)):
                 classes["large (8-32 MiB tensors)" if key in large else "small"][i] += v
     return classes
 
@@ -224,13 +235,16 @@ def main() -> int:
     print(f"| all cases (sum of case durations) | {sum(r['duration_s'] or 0 for r in per_night[0]):.1f} |")
     print(f"\nPer case against the floor (mean of before and after; {parts} at once on both sides; sim = the kernel "
           "call: compile, SIM, graph verify):")
-    print("| cases | n | our case s | our sim stage s | floor s | case / floor |\n|---|---|---|---|---|---|")
-    for name, (ours, sim, base, count) in [*classes.items(), ("all", [sum(v) for v in zip(*classes.values())])]:
-        print(f"| {name} | {count:.0f} | {ours:.1f} | {sim:.1f} | {base:.1f} | {ours / base if base else 0:.2f} |")
-    ours, _, base, _ = (sum(v) for v in zip(*classes.values()))
+    print("| cases | n | our case s | our sim stage s | evidence s | floor s | case / floor | with evidence |\n"
+          "|---|---|---|---|---|---|---|---|")
+    for name, (ours, sim, base, count, ev) in [*classes.items(), ("all", [sum(v) for v in zip(*classes.values())])]:
+        print(f"| {name} | {count:.0f} | {ours:.1f} | {sim:.1f} | {ev:.1f} | {base:.1f} | "
+              f"{ours / base if base else 0:.2f} | {(ours + ev) / base if base else 0:.2f} |")
+    ours, _, base, _, ev = (sum(v) for v in zip(*classes.values()))
     overhead = ours / base if base else float("nan")
+    with_evidence = (ours + ev) / base if base else float("nan")  # the harness's whole cost per case
     print(f"\ngym-nightly first={first:.1f} second/first={nights[1][1] / first:.3f} "
-          f"third/first={nights[2][1] / first:.3f} overhead={overhead:.2f}")
+          f"third/first={nights[2][1] / first:.3f} overhead={overhead:.2f} with_evidence={with_evidence:.2f}")
     if tmp_holder:
         tmp_holder.cleanup()
     return 0

@@ -41,9 +41,10 @@ def order(by_case: dict[str, list[dict[str, Any]]], verdicts: dict[str, str]) ->
 
 
 def build(session: Session, operator_id: int, window: history.Window, runs: list[dict[str, Any]],
-          verdicts: dict[str, str]) -> PerCase:
-    """One query for every case's points; `runs` (the all-cases points) give the shared x slots."""
-    by_case = history.case_history(session, operator_id, window)
+          verdicts: dict[str, str], walked: list[history.Run] | None = None) -> PerCase:
+    """One query for every case's points; `runs` (the all-cases points) give the shared x slots;
+    `walked`: the window's runs when they are already known (history.runs_of)."""
+    by_case = history.case_history(session, operator_id, window, walked)
     if len(by_case) < 2:  # one case: the main chart already is that case
         return PerCase()
     names = order(by_case, verdicts)

@@ -1,7 +1,6 @@
 """The operator page: max |diff| history (all cases, each case, one case), the cost-model trend, the cases."""
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -10,7 +9,7 @@ from fastapi.responses import HTMLResponse
 from server.api.deps import SessionDep
 from server.models.base import utcnow
 from server.models.job import AWAITING_NPU, QUEUED, RUNNING
-from server.services import commit_history, history, queries
+from server.services import commit_history, history, history_spans, queries
 from server.services.combined import FLAGGED
 from web import case_charts, charts, diff_chart, drift_chart
 from web.deps import Reader, render
@@ -33,7 +32,8 @@ def history_window(range_: str, case: str | None = None) -> history.Window:
     if range_ not in RANGES:
         return history.Window(limit=HISTORY_RUNS, case=case)
     days, buckets = RANGES[range_]
-    return history.Window(since=utcnow() - timedelta(days=days), buckets=buckets, case=case)
+    # From a span boundary: the range reads whole spans only, never runs (docs/history.md §7).
+    return history.Window(since=history_spans.aligned_since(utcnow(), days), buckets=buckets, case=case)
 
 
 @router.get("/operators/{name:path}", response_class=HTMLResponse, name="operator")
@@ -44,10 +44,12 @@ def operator_page(request: Request, name: str, session: SessionDep, caller: Read
     operator = queries.get_operator(session, name)
     case = case or None
     runs = history.operator_history(session, operator.id, history_window(range, case)).points
+    # The last runs, one point each, are the runs the per-case charts and the commit table read: walked once.
+    walked = history.runs_of(runs) if range not in RANGES and case is None else None
     failed = queries.graph_failed_jobs(session, [p["job_id"] for p in runs], case)
     row = dict(operator_row(operator), cases=case_rows(queries.case_summaries(session, [operator.id])[operator.id]))
     per_case = None if case else case_charts.build(session, operator.id, history_window(range), runs,
-                                                   {c["case"]: c["combined_verdict"] for c in row["cases"]})
+                                                   {c["case"]: c["combined_verdict"] for c in row["cases"]}, walked)
     jobs = queries.recent_jobs(session, RECENT_JOBS, operator_id=operator.id)
     return render(request, "operator.html", caller, op=operator, row=row, history=runs, range=range,
                   npu_pending=[j for j in jobs if j.mode == "npu" and j.status in PENDING],
@@ -57,4 +59,4 @@ def operator_page(request: Request, name: str, session: SessionDep, caller: Read
                   time_chart=charts.linear_trend(runs, "aicore_time_us", "AICore time", "cost", "µs"),
                   util_chart=charts.linear_trend(runs, "utilization", "utilisation", "util", "%", scale=100),
                   jobs=jobs, drifting=drift_chart.for_operator(session, operator.name),
-                  commits=commit_history.by_commit(session, operator.id))
+                  commits=commit_history.by_commit(session, operator.id, runs=walked))

@@ -121,13 +121,14 @@ def chunks(files: JobFiles, meta: dict[str, Any], digest: Any = None) -> Iterato
     with files.open(meta["file"]) as fd:
         offset = 0
         while offset < meta["nbytes"]:
-            data = os.pread(fd, min(step, meta["nbytes"] - offset), offset)
-            if not data or len(data) % itemsize:
+            data = bytearray(min(step, meta["nbytes"] - offset))  # read into: no second copy of the chunk
+            got = os.preadv(fd, [data], offset)
+            if not got or got != len(data) or got % itemsize:
                 raise DumpError(f"{meta['file']}: changed while being read")
             if digest is not None:
                 digest.update(data)
-            offset += len(data)
-            yield torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dtype)
+            offset += got
+            yield torch.frombuffer(data, dtype=torch.uint8).view(dtype)
 
 
 def _file_sha256(files: JobFiles, meta: dict[str, Any]) -> str:
@@ -137,19 +138,45 @@ def _file_sha256(files: JobFiles, meta: dict[str, Any]) -> str:
     return digest.hexdigest()
 
 
+def in_step(files: JobFiles, metas: list[dict[str, Any]], digests: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The chunks of several dumps side by side, each file read once: {file name: chunk}.
+
+    A shorter dump drops out of the later steps; `digests` (by file name) hash while reading."""
+    streams = {m["file"]: chunks(files, m, digests.get(m["file"])) for m in metas}
+    while streams:
+        step = {}
+        for name, stream in list(streams.items()):
+            chunk = next(stream, None)
+            if chunk is None:
+                del streams[name]
+            else:
+                step[name] = chunk
+        if step:
+            yield step
+
+
 def compare_files(files: JobFiles, out: dict[str, Any], gold: dict[str, Any], rtol: float, atol: float,
                   digest: Any = None, gold_digest: Any = None) -> dict[str, Any]:
     """runtime.evidence.metrics.compare of two dumped tensors, chunk by chunk (same keys, same deciding values)."""
     from runtime.evidence import metrics
 
+    base = _base(out, gold, rtol, atol)
+    if not base["shape_match"]:
+        return {**base, **_unmatched(files, out, gold, digest, gold_digest)}
+    return merged(base, [metrics.compare(o, g, rtol, atol)
+                         for o, g in zip(chunks(files, out, digest), chunks(files, gold, gold_digest))])
+
+
+def _base(out: dict[str, Any], gold: dict[str, Any], rtol: float, atol: float) -> dict[str, Any]:
     base = {"rtol": rtol, "atol": atol, "output_shape": out["shape"], "golden_shape": gold["shape"],
             "output_dtype": out["dtype"], "golden_dtype": gold["dtype"]}
     base["shape_match"] = out["shape"] == gold["shape"]
     base["dtype_match"] = out["dtype"] == gold["dtype"]
-    if not base["shape_match"]:
-        return {**base, **_unmatched(files, out, gold, digest, gold_digest)}
-    parts = [metrics.compare(o, g, rtol, atol)
-             for o, g in zip(chunks(files, out, digest), chunks(files, gold, gold_digest))]
+    return base
+
+
+def merged(base: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One compare's metrics from its chunks' (runtime.evidence.metrics.compare of each)."""
     numel = sum(p["numel"] for p in parts)
     mism = sum(p["mismatch_count"] for p in parts)
 
@@ -228,35 +255,61 @@ def recheck(files: JobFiles, tolerance: tuple[float, float], graph_active: bool,
         out = _check_meta(entry.get("output"), files)
         before = _check_meta(entry["before"], files) if entry.get("before") else None
         arg_now = _check_meta(entry["arg_now"], files) if entry.get("arg_now") else None
-        now_digest, gold_digest = hashlib.sha256(), hashlib.sha256()
-        returned = compare_files(files, out, gold, rtol, atol, None if arg_now else now_digest, gold_digest)
-        if gold_digest.hexdigest() != golden_sha256[index]:
+        graph_wrote = graph_active and before is not None
+        # Against every golden of its shape: pypto compared it with the one the graph run registered.
+        others = [_check_meta(other.get("golden"), files) for other in entries
+                  if graph_wrote and isinstance(other, dict) and isinstance(other.get("golden"), dict)
+                  and other["golden"].get("shape") == out["shape"]][:MAX_OUTPUTS]
+        checked = _one_pass(files, gold, out, before if graph_wrote else None, others, rtol, atol,
+                            hashed=[m for m in (gold, arg_now or out, before) if m is not None])
+        if checked["sha256"][gold["file"]] != golden_sha256[index]:
             raise DumpError(f"golden {index} changed after the golden stage")
-        now_sha = _file_sha256(files, arg_now) if arg_now else now_digest.hexdigest()
-        if graph_active and before is not None:
-            raw.append(compare_files(files, before, gold, rtol, atol))
-            graph.append(returned)
+        now_sha = checked["sha256"][(arg_now or out)["file"]]
+        before_sha = checked["sha256"][before["file"]] if before is not None else None
+        if graph_wrote:
+            raw.append(checked["before"])
+            graph.append(checked["returned"])
         else:
-            raw.append(returned)
-        before_sha = _file_sha256(files, before) if before is not None else None
+            raw.append(checked["returned"])
         first, last = entry.get("first_post_sha256"), entry.get("last_post_sha256")
-        recomputed = None
-        if graph_active and before is not None:
-            from runtime.evidence import verify_recheck
-
-            # Against every golden of its shape: pypto compared it with the one the graph run registered.
-            recomputed = [verify_recheck.recompute(files, out, _check_meta(other.get("golden"), files), rtol, atol,
-                                                    chunks)
-                          for other in entries if isinstance(other, dict) and isinstance(other.get("golden"), dict)
-                          and other["golden"].get("shape") == out["shape"]][:MAX_OUTPUTS]
         outputs.append({
-            "pypto_recompute": recomputed, "last_launch": entry.get("last_launch"), "last_arg": entry.get("last_arg"),
+            "pypto_recompute": checked["recomputed"] if graph_wrote else None,
+            "last_launch": entry.get("last_launch"), "last_arg": entry.get("last_arg"),
             "launch_wrote": None if before_sha is None or not first else before_sha != first,
             "changed_after_launch": None if before is None or not last else now_sha != last,
-            "metrics": raw[-1], "graph_metrics": graph[-1] if graph_active and before is not None else None,
+            "metrics": raw[-1], "graph_metrics": graph[-1] if graph_wrote else None,
         })
     return {"metrics": metrics.combine(raw), "graph_metrics": metrics.combine(graph) if graph else None,
             "outputs": outputs}
+
+
+def _one_pass(files: JobFiles, gold: dict[str, Any], out: dict[str, Any], before: dict[str, Any] | None,
+              others: list[dict[str, Any]], rtol: float, atol: float, hashed: list[dict[str, Any]]) -> dict[str, Any]:
+    """One output's checks with each dump read once: the hashes of `hashed`, out and (when given) before
+    against the golden, and pypto's verify numbers for out against each of `others` (same shape as out).
+
+    Each chunk serves every check that needs it; a pair whose shapes differ is compared by compare_files."""
+    from runtime.evidence import metrics, verify_recheck
+
+    digests = {m["file"]: hashlib.sha256() for m in hashed}
+    reading = {m["file"]: m for m in (gold, out, *([before] if before else []), *others, *hashed)}
+    pairs = {"returned": out, "before": before} if before else {"returned": out}
+    parts: dict[str, list[dict[str, Any]]] = {k: [] for k, m in pairs.items() if m["shape"] == gold["shape"]}
+    recomputes = [verify_recheck.Recompute(out["shape"]) for _ in others]
+    for step in in_step(files, list(reading.values()), digests):
+        g, o = step.get(gold["file"]), step.get(out["file"])  # None past their end (a longer arg_now goes on)
+        for key in parts if g is not None else ():
+            parts[key].append(metrics.compare(step[pairs[key]["file"]], g, rtol, atol))
+        for rec, other in zip(recomputes, others) if o is not None else ():
+            # The output bit-identical to this very golden: every finite diff is 0 and only infinities count.
+            same = other["file"] == gold["file"] and "returned" in parts and parts["returned"][-1]["bit_identical"]
+            rec.add(o, step[other["file"]], rtol, atol, parts["returned"][-1]["inf_count"] if same else None)
+    found: dict[str, Any] = {"sha256": {name: d.hexdigest() for name, d in digests.items()},
+                             "recomputed": [rec.result() for rec in recomputes]}
+    for key, meta in pairs.items():
+        found[key] = (merged(_base(meta, gold, rtol, atol), parts[key]) if key in parts
+                      else compare_files(files, meta, gold, rtol, atol))
+    return found
 
 
 def disagreement(job: dict[str, Any] | None, harness: dict[str, Any] | None) -> str | None:

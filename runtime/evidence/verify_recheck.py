@@ -16,9 +16,7 @@ the tensor graph) have no second copy the harness could hold.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterator
-
-from runtime.fence.jobfiles import JobFiles
+from typing import Any
 
 KEEP = ("passName", "referPassName", "ioflag", "verifyResult", "maxAbsDiff", "errorCount", "outputShape")
 # The CSV prints 6 decimals; pypto sums in float32 where we use float64.
@@ -26,29 +24,40 @@ MAX_DIFF_ABS_SLACK = 2e-6
 MAX_DIFF_REL_SLACK = 1e-4
 
 
-def recompute(files: JobFiles, out: dict[str, Any], gold: dict[str, Any], rtol: float,
-              atol: float, chunks: Callable[[JobFiles, dict[str, Any]], Iterator[Any]]) -> dict[str, Any]:
-    """pypto's numbers for one graph-written output: {"max_abs_diff", "error_count", "numel", "shape"}.
+class Recompute:
+    """pypto's numbers for one graph-written output, a chunk at a time: {"max_abs_diff", "error_count", "numel",
+    "shape"} (runtime.evidence.dumps reads the chunks, each once for all its checks)."""
 
-    `chunks` reads a dump in capped pieces (runtime.evidence.dumps.chunks, passed in: dumps calls us)."""
-    import torch
+    def __init__(self, shape: list[int]) -> None:
+        self.shape, self.top, self.errors, self.numel, self.complex = shape, 0.0, 0, 0, False
 
-    top, errors, numel = 0.0, 0, 0
-    out_dtype = getattr(torch, out["dtype"])
-    for o, g in zip(chunks(files, out), chunks(files, gold)):
+    def add(self, o: Any, g: Any, rtol: float, atol: float, identical_infs: int | None = None) -> None:
+        """One chunk of the output and the golden. `identical_infs`: the chunks are bit-identical with this
+        many infinities, whose diff is NaN (an error by pypto's rule); every other diff is 0."""
+        import torch
+
+        if self.complex or o.is_complex() or g.is_complex():
+            self.complex = True
+            return
+        self.numel += o.numel()
+        if identical_infs is not None and rtol >= 0 and atol >= 0:
+            self.errors += identical_infs  # the finite diffs are 0: the largest stays as it is (>= 0)
+            return
         # pypto compares with the golden cast to the output's dtype (runtime.evidence.graph_verify._goldens_for).
-        g = g.to(out_dtype)
-        if o.is_complex() or g.is_complex():
-            return {"max_abs_diff": None, "error_count": None, "numel": None, "shape": out["shape"]}
-        o64, g64 = o.to(torch.float64), g.to(torch.float64)
-        diff = (o64 - g64).abs()
-        numel += diff.numel()
-        finite = diff[torch.isfinite(diff)]
-        if finite.numel():
-            top = max(top, float(finite.max()))
-        bound = rtol * (o64.abs() + g64.abs()) / 2 + atol
-        errors += int((~(diff <= bound)).sum())
-    return {"max_abs_diff": top, "error_count": errors, "numel": numel, "shape": out["shape"]}
+        o64, g64 = o.to(torch.float64), g.to(o.dtype).to(torch.float64)
+        diff = (o64 - g64).abs_()
+        finite = torch.isfinite(diff)
+        kept = diff if bool(finite.all()) else diff[finite]
+        if kept.numel():
+            self.top = max(self.top, float(kept.max()))
+        # Not in place on o64 or g64: either can be the chunk itself (float64), which other checks still read.
+        bound = o64.abs().add_(g64.abs()).mul_(rtol).div_(2).add_(atol)
+        self.errors += diff.numel() - int((diff <= bound).sum())
+
+    def result(self) -> dict[str, Any]:
+        if self.complex:
+            return {"max_abs_diff": None, "error_count": None, "numel": None, "shape": self.shape}
+        return {"max_abs_diff": self.top, "error_count": self.errors, "numel": self.numel, "shape": self.shape}
 
 
 def golden_rows(rows: list[dict[str, str]]) -> list[dict[str, str]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Float, ForeignKey, Integer, String
+from sqlalchemy import Float, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from server.models.base import Base
@@ -14,6 +14,8 @@ ALL_CASES = ""  # `case` of a span of whole runs (each run's worst over its case
 
 class HistorySpan(Base):
     __tablename__ = "history_spans"
+    # A date range's spans of one width, bounded by the range whatever the operator's age (docs/history.md §7).
+    __table_args__ = (Index("ix_history_spans_operator_days_span", "operator_id", "days", "span"),)
 
     operator_id: Mapped[int] = mapped_column(ForeignKey("operators.id", ondelete="CASCADE"), primary_key=True)
     case: Mapped[str] = mapped_column(String(200), primary_key=True)  # ALL_CASES, or one case's own values

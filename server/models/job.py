@@ -22,13 +22,16 @@ class Job(Base):
     __tablename__ = "jobs"
     __table_args__ = (
         Index("ix_jobs_queue_status_created", "queue", "status", "created_at"),
-        # An operator's runs by date (docs/history.md): history pages walk it newest first.
-        Index("ix_jobs_operator_created_id", "operator_id", "created_at", "id"),
+        # An operator's runs by date (docs/history.md §1): history pages walk it newest first, and the
+        # mode in it makes that walk index-only (§7).
+        Index("ix_jobs_operator_created_id_mode", "operator_id", "created_at", "id", "mode"),
+        # An operator's latest jobs by id (the operator page's recent jobs): PostgreSQL otherwise sorts all of them.
+        Index("ix_jobs_operator_id_id", "operator_id", "id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
-    operator_id: Mapped[int] = mapped_column(ForeignKey("operators.id", ondelete="CASCADE"), index=True)
+    operator_id: Mapped[int] = mapped_column(ForeignKey("operators.id", ondelete="CASCADE"))
     mode: Mapped[str] = mapped_column(String(8))
     queue: Mapped[str] = mapped_column(String(64))  # the mode, or "<mode>@<pypto version>" (jobqueue.queue_name)
     status: Mapped[str] = mapped_column(String(16), default=QUEUED, index=True)

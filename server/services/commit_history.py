@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from runtime import verdicts
 from server.models import CaseResult
-from server.services.history import newest_runs
+from server.services.history import Run, newest_runs
 
 # The newest runs looked at, the same runs the page draws (docs/history.md §1): older commits drop off
 # the table, and the page reads as much for an operator with 100 runs as for one with 1,000.
@@ -37,9 +37,11 @@ def _max(a: float | None, b: float | None) -> float | None:
     return b if a is None else a if b is None else max(a, b)
 
 
-def by_commit(session: Session, operator_id: int, limit: int = 30) -> list[CommitPoint]:
-    """Newest first; runs whose results carry no commit label are grouped by day."""
-    runs = newest_runs(session, operator_id, MAX_RUNS)
+def by_commit(session: Session, operator_id: int, limit: int = 30, runs: list[Run] | None = None) -> list[CommitPoint]:
+    """Newest first; runs whose results carry no commit label are grouped by day. `runs`: the newest
+    MAX_RUNS runs when the caller has them already (history.runs_of)."""
+    if runs is None:
+        runs = newest_runs(session, operator_id, MAX_RUNS)
     if not runs:
         return []
     r = CaseResult

@@ -4,7 +4,8 @@ The same window gives one case's runs (Window.case) or every case's runs at once
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple
 
 from sqlalchemy import func, select, tuple_
 from sqlalchemy.orm import Session
@@ -44,17 +45,32 @@ def operator_history(session: Session, operator_id: int, w: Window) -> History:
     return History(points, runs[-1].id if more and runs else None, days)
 
 
-def case_history(session: Session, operator_id: int, w: Window) -> dict[str, list[dict[str, Any]]]:
+class Run(NamedTuple):
+    id: int
+    mode: str
+    created_at: datetime
+
+
+def runs_of(points: list[dict[str, Any]]) -> list[Run]:
+    """The runs behind run-by-run points (no buckets, no case), newest first: what the window's
+    walk of the jobs found, handed on so that a page walks them once (docs/history.md §7)."""
+    return [Run(p["job_id"], p["mode"], p["created_at"]) for p in reversed(points)]
+
+
+def case_history(session: Session, operator_id: int, w: Window,
+                 runs: list[Run] | None = None) -> dict[str, list[dict[str, Any]]]:
     """Each case's own points over the window's runs, in one query: case -> points oldest first.
 
     A point has the shape of operator_history's (its `cases` is 1), plus `graph_failed`: that case's
-    graph verify failed in the run. With w.buckets each case is downsampled on its own."""
+    graph verify failed in the run. With w.buckets each case is downsampled on its own. `runs`: the
+    window's runs when the caller has them already (runs_of)."""
     _validate(w)
-    spans = history_spans.case_points_by_case(session, operator_id, w,
-                                              lambda win: case_history(session, operator_id, win))
-    if spans is not None:  # a long window: from the spans kept at write time (docs/history.md §6)
-        return spans
-    runs, _more = _window_runs(session, operator_id, w)
+    if runs is None:
+        spans = history_spans.case_points_by_case(session, operator_id, w,
+                                                  lambda win: case_history(session, operator_id, win))
+        if spans is not None:  # a long window: from the spans kept at write time (docs/history.md §6)
+            return spans
+        runs, _more = _window_runs(session, operator_id, w)
     by_id = {r.id: r for r in runs}
     r = CaseResult
     stmt = (select(r.job_id, r.case, r.commit, r.branch, r.max_abs_diff, r.graph_max_abs_diff, r.atol, r.rtol,
@@ -101,7 +117,7 @@ def _check_case(session: Session, operator_id: int, case: str) -> None:
         raise NotFound(f"no case {case!r} in this operator")
 
 
-def newest_runs(session: Session, operator_id: int, limit: int) -> list[Any]:
+def newest_runs(session: Session, operator_id: int, limit: int) -> list[Run]:
     """The operator's last runs, newest first: (id, mode, created_at) rows."""
     return _runs(session, operator_id, Window(), limit)
 
@@ -109,7 +125,7 @@ def newest_runs(session: Session, operator_id: int, limit: int) -> list[Any]:
 def _runs(session: Session, operator_id: int, w: Window, limit: int) -> list[Any]:
     """Up to `limit` jobs with at least one result, newest first.
 
-    Jobs come newest first from ix_jobs_operator_created_id in chunks, and a chunk's jobs with results
+    Jobs come newest first from ix_jobs_operator_created_id_mode in chunks, and a chunk's jobs with results
     are found with one probe of ix_case_results_job_values. A single query with EXISTS would say the
     same, but PostgreSQL misjudges how many jobs pass it and then reads and sorts all of the
     operator's jobs (1,000 here) instead of the newest hundred (docs/history.md §1)."""
@@ -134,7 +150,7 @@ def _runs(session: Session, operator_id: int, w: Window, limit: int) -> list[Any
 
 
 def _runs_query(session: Session, operator_id: int, w: Window) -> Any:
-    """The operator's jobs in the window, newest first (ix_jobs_operator_created_id)."""
+    """The operator's jobs in the window, newest first (ix_jobs_operator_created_id_mode, index-only)."""
     stmt = select(Job.id, Job.mode, Job.created_at).where(Job.operator_id == operator_id)
     if w.mode:
         stmt = stmt.where(Job.mode == w.mode)

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, delete, func, insert, select, text
 from sqlalchemy.orm import Session
 
+from runtime.modes import MODES
 from server.models import CaseResult, HistorySpan, Job
 from server.models.base import utcnow
 from server.models.history_span import ALL_CASES
@@ -35,6 +36,12 @@ def epoch_day(at: datetime) -> int:
 
 def day_start(day: int) -> datetime:
     return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(days=day)
+
+
+def aligned_since(now: datetime, days: int) -> datetime:
+    """The start of the SPAN_DAYS span that holds `now - days`: a range from it reads whole spans only,
+    no runs of a partial span (days to days + SPAN_DAYS - 1 days long; docs/history.md §7)."""
+    return day_start(epoch_day(now - timedelta(days=days)) // SPAN_DAYS * SPAN_DAYS)
 
 
 # -- write side ------------------------------------------------------------------------------------
@@ -232,14 +239,16 @@ def _spans(session: Session, operator_id: int, w: Window, days: int, lo: int, hi
            cases: bool) -> list[dict[str, Any]]:
     s = HistorySpan
     keys = (*POINT_KEYS, "graph_failed", "case") if cases else POINT_KEYS
-    stmt = select(*(getattr(s, k) for k in keys)).where(s.operator_id == operator_id, s.days == days, s.span >= lo)
+    # Every mode named, so that the primary key (operator_id, case, mode, days, span) seeks each
+    # mode's spans of the range instead of reading the operator's spans of every width and date.
+    modes = [w.mode] if w.mode else list(MODES)
+    stmt = select(*(getattr(s, k) for k in keys)).where(s.operator_id == operator_id, s.mode.in_(modes),
+                                                        s.days == days, s.span >= lo)
     stmt = stmt.where(s.case != ALL_CASES) if cases else stmt.where(s.case == ALL_CASES)
     if w.case is not None:
         stmt = stmt.where(s.case == w.case)
     if hi is not None:
         stmt = stmt.where(s.span <= hi)
-    if w.mode:
-        stmt = stmt.where(s.mode == w.mode)
     return [dict(zip(keys, row)) for row in session.execute(stmt)]
 
 

@@ -22,8 +22,8 @@ import os
 import sys
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
-# Run as `python bench/depth.py`, bench/ comes first on sys.path and bench/bisect.py would stand in for
-# the standard library's bisect, which random (tempfile, statistics) imports: bench/ goes last.
+# Run as `python bench/depth.py`, bench/ comes first on sys.path, where a file named as a standard-library
+# module would stand in for it (bench/bisect.py did, until renamed): bench/ goes last.
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != BENCH] + [BENCH]
 sys.path.insert(0, os.path.dirname(BENCH))
 

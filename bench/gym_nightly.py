@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 
-# bench/bisect.py would shadow the standard library's bisect (tempfile imports it through random):
+# A bench file named as a standard-library module would shadow it (bench/bisect.py did, until renamed):
 # the bench folder goes after the standard library on the path, not first.
 if sys.path and sys.path[0].rstrip("/").endswith("bench"):
     sys.path.append(sys.path.pop(0))

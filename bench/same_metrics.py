@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 
-# bench/bisect.py would shadow the standard library's bisect (statistics and tempfile import it).
+# bench/ after the standard library on the path: a bench file named as one of its modules would shadow it.
 if sys.path and sys.path[0].rstrip("/").endswith("bench"):
     sys.path.append(sys.path.pop(0))
 

@@ -1,5 +1,5 @@
 """Build a real git repository whose history changes one operator (scale_add from examples/) commit by
-commit: used by test_bisect.py and bench/bisect.py."""
+commit: used by test_bisect.py and bench/bisect_search.py."""
 from __future__ import annotations
 
 import json

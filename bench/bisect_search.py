@@ -1,7 +1,7 @@
 """A bisect over 32 commits of which 4 touch the operator, against running all 32 revisions, side by side
 in one run (issue 22).
 
-    python bench/bisect.py [--case ID] [--naive N]
+    python bench/bisect_search.py [--case ID] [--naive N]
 
 The history (a real git repository in a temp dir, built by tests/runtime/bisect_history.py): commit 1
 adds scale_add (examples/); commits 8 and 16 change a comment in its kernel; commit 23 breaks its maths

@@ -131,13 +131,6 @@ def chunks(files: JobFiles, meta: dict[str, Any], digest: Any = None) -> Iterato
             yield torch.frombuffer(data, dtype=torch.uint8).view(dtype)
 
 
-def _file_sha256(files: JobFiles, meta: dict[str, Any]) -> str:
-    digest = hashlib.sha256()
-    for _ in chunks(files, meta, digest):
-        pass
-    return digest.hexdigest()
-
-
 def in_step(files: JobFiles, metas: list[dict[str, Any]], digests: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The chunks of several dumps side by side, each file read once: {file name: chunk}.
 

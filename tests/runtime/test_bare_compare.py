@@ -10,6 +10,7 @@ import pytest
 
 from runtime import exit_codes
 from runtime.runner import RunOptions, run_submission
+from tests.runtime.npu_first_script import MAIN
 
 pytestmark = pytest.mark.slow  # runs real pypto compiles
 
@@ -67,31 +68,7 @@ def case_same_values(device):
 CASES = {{"ops::case_double": case_double, "ops::case_golden_only": case_golden_only,
           "ops::case_same_values": case_same_values}}
 
-
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("case", nargs="?")
-    parser.add_argument("--list", action="store_true")
-    parser.add_argument("--run_mode", default="npu", choices=["npu", "sim"])
-    args = parser.parse_args()
-    if args.list:
-        for key in CASES:
-            print(f"  {{key}}")
-        return
-    device = "cpu"
-    if args.run_mode == "npu":
-        card = int(os.environ["TILE_FWK_DEVICE_ID"])
-        import torch_npu  # noqa: F401
-        torch.npu.set_device(card)
-        device = f"npu:{{card}}"
-    for key, fn in CASES.items():
-        if args.case in (None, key):
-            fn(device)
-
-
-if __name__ == "__main__":
-    main()
-'''
+''' + MAIN
 
 
 def write(folder: Path, factor: float) -> Path:

@@ -75,14 +75,15 @@ def sweep_dead(parent: Path | None = None) -> list[Path]:
                 continue  # another user's run: theirs to clean
         except OSError:
             continue
-        if _remove_if_dead(Path(entry.path)):
+        if remove_if_dead(Path(entry.path)):
             removed.append(Path(entry.path))
     if removed:
         log.info("scratch.swept count=%s dirs=%s", len(removed), ",".join(p.name for p in removed))
     return removed
 
 
-def _remove_if_dead(path: Path) -> bool:
+def remove_if_dead(path: Path) -> bool:
+    """Remove `path` when it carries our owner mark and no live process holds its lock."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -69,6 +70,7 @@ class DaemonParent(WarmParent):
         super().__init__(mode, scratch=_own_dir(scratch))  # not ours to remove: the daemon does, at exit
         self.dir = socket_dir(cache_dir)
         self.path: Path | None = self.dir / f"{mode}.sock"
+        self._stillborn = False  # the daemon this run started died at start: its scratch is ours to remove
 
     def source_digest(self) -> str:
         return daemon_address.source_digest(self.mode)
@@ -90,6 +92,7 @@ class DaemonParent(WarmParent):
                 if hello is None:  # it died or never answered: this run goes on without it
                     sys.stderr.write(f"note: the run daemon did not start (its log: {self.scratch / 'warm-parent.log'});"
                                      " running without it\n")
+                    self._stillborn = True
                     return self._private()
         if not hello.get("ready"):
             self._drop()
@@ -177,8 +180,23 @@ class DaemonParent(WarmParent):
     def close(self) -> None:
         if self.path is None:  # fell back to a private parent
             WarmParent.close(self)
+            if self._stillborn:
+                self._remove_stillborn_scratch()
             return
         _end_session(self)
+
+    def _remove_stillborn_scratch(self) -> None:
+        """The scratch of a daemon that died at start, unless a daemon started since answers (it shares the
+        digest, hence the scratch); under the start lock, so none starts meanwhile."""
+        with open(self.dir / f"{self.mode}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                try:
+                    probe.connect(str(self.dir / f"{self.mode}.sock"))
+                    return
+                except OSError:
+                    pass
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 class HandedParent(WarmParent):

@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ import httpx2 as httpx
 import pytest
 from sqlalchemy import create_engine, text
 
+from runtime.fence.scratch import OWNER_MARK, remove_if_dead as sweep_dead_dir
 from server import migrate
 from server.config import Settings
 from server.db import make_engine
@@ -105,6 +107,7 @@ class Stack:
         self.env["API_URL"] = self.url
         self.api: subprocess.Popen[bytes] | None = None
         self.workers: list[subprocess.Popen[bytes]] = []
+        self.killed: set[int] = set()  # pids this stack SIGKILLed: their scratch is swept at stop()
         self.http = httpx.Client(base_url=self.url + "/api/v1",
                                  headers={"Authorization": f"Bearer {env['CROSSCHECK_TOKEN']}"}, timeout=30)
 
@@ -150,6 +153,7 @@ class Stack:
         tree = [proc.pid, *descendants(proc.pid)]
         kill_all(tree)
         proc.wait()
+        self.killed.update(tree)
         return tree
 
     def stop(self) -> None:
@@ -162,9 +166,24 @@ class Stack:
                     proc.wait(timeout=60)
                 except subprocess.TimeoutExpired:
                     pass
+            forced = [pid for pid in tree if alive(pid)]
             kill_all(tree)
             proc.wait()
+            self.killed.update(forced)
         self.http.close()
+        self._sweep_killed()
+
+    def _sweep_killed(self) -> None:
+        """What the next worker's start-up sweep would do, for the dirs of the processes this stack killed
+        only (runtime/fence/scratch.py): a dir a process left after a normal stop still fails the run."""
+        root = Path(self.env.get("TMPDIR") or tempfile.gettempdir())
+        for path in root.glob("crosscheck-*"):
+            try:
+                owner = int((path / OWNER_MARK).read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue
+            if owner in self.killed:
+                sweep_dead_dir(path)
 
     # ---------------------------------------------------------------- API helpers
 

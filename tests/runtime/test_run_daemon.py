@@ -55,10 +55,12 @@ def cache(calculator_cache: Path) -> Iterator[Path]:
         try:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
                 s.connect(str(sock))
-                s.makefile("rb").readline()
+                pid = json.loads(s.makefile("rb").readline())["pid"]
                 s.sendall(b'{"op": "shutdown"}\n')
-        except OSError:
-            pass
+        except (OSError, ValueError, KeyError):
+            continue
+        # It removes its scratch as it exits: the run's leftover check (tests/leftovers.py) must not see it.
+        assert gone(pid), f"the run daemon {pid} did not exit on shutdown"
     shutil.rmtree(d, ignore_errors=True)
 
 
@@ -206,3 +208,5 @@ def test_a_daemon_that_dies_at_start_leaves_the_run_to_go_on_without_it(cache):
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("note: the run daemon did not start") == 1, done.stderr
     assert {c["verdict"] for c in json.loads(done.stdout)["cases"]} == {"sim_garbage_graph_ok"}, done.stdout
+    # The dead daemon's scratch went with the run (it used to stay in the temp dir for good).
+    assert not list(Path(tempfile.gettempdir()).glob(f"crosscheck-daemon-{os.getuid()}-sim-*")), "scratch left"

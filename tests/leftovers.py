@@ -14,9 +14,23 @@ from pathlib import Path
 
 import pytest
 
+from runtime.fence.scratch import OWNER_MARK, remove_if_dead
+
 RUN_DIR_PREFIX = "tests-run-"  # not crosscheck-*: the check looks inside it
 LEFTOVER_PREFIX = "crosscheck-"
 _RUN_DIR = pytest.StashKey[Path]()
+
+
+def remove_dirs_of(killed: set[int], root: Path | None = None) -> None:
+    """What the next worker's start-up sweep would do (runtime/fence/scratch.py), for the dirs of processes a
+    test SIGKILLed only: a dir a process left after a normal stop still fails the run."""
+    for path in Path(root or tempfile.gettempdir()).glob(LEFTOVER_PREFIX + "*"):
+        try:
+            owner = int((path / OWNER_MARK).read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        if owner in killed:
+            remove_if_dead(path)
 
 
 def start(config: pytest.Config) -> None:

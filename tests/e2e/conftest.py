@@ -11,7 +11,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -23,12 +22,12 @@ import httpx2 as httpx
 import pytest
 from sqlalchemy import create_engine, text
 
-from runtime.fence.scratch import OWNER_MARK, remove_if_dead as sweep_dead_dir
 from server import migrate
 from server.config import Settings
 from server.db import make_engine
 from server.services import tokens
 from tests.conftest import EXAMPLES, REPO
+from tests.leftovers import remove_dirs_of
 from tests.parallel import redis_db, worker_tag
 
 PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -107,7 +106,7 @@ class Stack:
         self.env["API_URL"] = self.url
         self.api: subprocess.Popen[bytes] | None = None
         self.workers: list[subprocess.Popen[bytes]] = []
-        self.killed: set[int] = set()  # pids this stack SIGKILLed: their scratch is swept at stop()
+        self.killed: set[int] = set()  # pids this stack SIGKILLed: their dirs are swept at stop()
         self.http = httpx.Client(base_url=self.url + "/api/v1",
                                  headers={"Authorization": f"Bearer {env['CROSSCHECK_TOKEN']}"}, timeout=30)
 
@@ -171,19 +170,8 @@ class Stack:
             proc.wait()
             self.killed.update(forced)
         self.http.close()
-        self._sweep_killed()
+        remove_dirs_of(self.killed, Path(self.env["TMPDIR"]) if "TMPDIR" in self.env else None)
 
-    def _sweep_killed(self) -> None:
-        """What the next worker's start-up sweep would do, for the dirs of the processes this stack killed
-        only (runtime/fence/scratch.py): a dir a process left after a normal stop still fails the run."""
-        root = Path(self.env.get("TMPDIR") or tempfile.gettempdir())
-        for path in root.glob("crosscheck-*"):
-            try:
-                owner = int((path / OWNER_MARK).read_text().split()[0])
-            except (OSError, ValueError, IndexError):
-                continue
-            if owner in self.killed:
-                sweep_dead_dir(path)
 
     # ---------------------------------------------------------------- API helpers
 

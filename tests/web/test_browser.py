@@ -24,6 +24,8 @@ from tests.web import seed as seeding
 from tests.web.layout import SUITE_SEED_ROUTES, dashboard_routes, layout_problems, route_of
 from tests.web.conftest import make_app, make_settings
 from tests.conftest import missing_service
+from tests.e2e.conftest import descendants
+from tests.leftovers import remove_dirs_of
 from tests.web.server import serve
 
 pytestmark = pytest.mark.browser
@@ -206,12 +208,17 @@ def sim_worker(live: dict[str, Any]) -> Iterator[subprocess.Popen[bytes]]:
                              "--concurrency", "1", "--loglevel", "INFO"],
                             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     yield proc
-    os.killpg(proc.pid, signal.SIGTERM)  # our own process group: the worker and its pool child
+    # Stopped as `docker stop` and `crosscheck up` stop it: SIGTERM to Celery's main process. A SIGTERM to the
+    # whole group made Celery start a new pool process while shutting down, and kill it, scratch and all.
+    tree = {proc.pid, *descendants(proc.pid)}
+    proc.send_signal(signal.SIGTERM)
     try:
         proc.wait(timeout=WORKER_STOP_S)
     except subprocess.TimeoutExpired:
+        tree |= set(descendants(proc.pid))
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        remove_dirs_of(tree)
     log.close()
 
 

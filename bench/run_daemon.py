@@ -68,7 +68,8 @@ def main() -> None:
     print(f"  plain cold script         {c:6.2f} s  1.00x")
     print(f"  crosscheck --no-daemon    {n:6.2f} s  {n / c:.2f}x")
     for name, value in d.items():
-        print(f"  crosscheck (daemon, {name:6s}) {value:6.2f} s  {value / c:.2f}x")
+        label = "crosscheck (daemon)" if len(d) == 1 else f"crosscheck (daemon, {name})"
+        print(f"  {label:26s}{value:6.2f} s  {value / c:.2f}x")
     print(f"run-daemon example={args.example} daemon/plain={d['after'] / c:.2f} no-daemon/plain={n / c:.2f}"
           + (f" before/plain={d['before'] / c:.2f}" if "before" in d else "") + f" load={load}")
 

@@ -162,6 +162,7 @@ def _run_and_print(args: argparse.Namespace, options: Any, loaded: Any, reports:
         def progress(case, done, total):  # type: ignore[no-untyped-def]
             err.print(f"[{done}/{total}] {case.case}: {case.verdict} ({case.duration_s:.2f} s)")
 
+        _build_calculator_once(options, err)
         warm = warm or _daemon(args, options)
         try:
             report = run_submission(args.path, options, warm=warm, on_case=progress, loaded=loaded)
@@ -191,6 +192,37 @@ def _run_and_print(args: argparse.Namespace, options: Any, loaded: Any, reports:
     err.print(("[bold green]" if code == exit_codes.OK else "[bold red]") + "result:[/] "
               + exit_codes.summary(report.cases, report.mode) + f" (exit {code})", soft_wrap=True)
     return code
+
+
+def _build_calculator_once(options: Any, err: Any) -> None:
+    """A SIM run with graph verify on a host whose calculator is not built yet: build it now, once per host
+    (about a minute), rather than give every case of this run no graph evidence (docs/pypto.md §3)."""
+    import subprocess
+
+    from rich.markup import escape
+
+    from runtime.evidence import calculator
+    from runtime.evidence.graph_verify import version_problem
+
+    if options.mode != "sim" or not options.graph_verify or calculator.cached_for_installed(options.cache_dir):
+        return
+    if version_problem(_installed_pypto()):
+        return  # graph verify does not run on this pypto: the cases say so (docs/versions.md §2)
+    err.print(f"building pypto's graph-verify calculator once for this host (about a minute, cached in "
+              f"{options.cache_dir}; --no-graph-verify skips it)", soft_wrap=True)
+    done = subprocess.run([sys.executable, "-m", "runtime", "calculator", "build", "--cache-dir",
+                           str(options.cache_dir)], stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
+        why = tail[0].removeprefix("error: ").removeprefix("the calculator build failed: ")
+        err.print(f"[bold yellow]warning:[/] the calculator build failed, so graph verify is unavailable in "
+                  f"this run: {escape(why)}", soft_wrap=True)
+
+
+def _installed_pypto() -> str:
+    from importlib import metadata
+
+    return metadata.version("pypto")
 
 
 def _memory_bytes(args: argparse.Namespace) -> int:

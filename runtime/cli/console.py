@@ -191,6 +191,13 @@ def print_report(report: Report, console: Console | None = None) -> None:
         limit = gv if gv.get("rule") in calculator_limits.RULES else gv.get("emulated_npu_branch") or {}
         if limit.get("rule") in calculator_limits.RULES:
             _print_indented(console, f"{case.case}: graph evidence set aside: {limit.get('reason')}", 0)
+    unavailable: dict[str, list[str]] = {}  # why a SIM case has no graph evidence, once per reason
+    for case in report.cases:
+        gv = case.graph_verify or {}
+        if report.mode == "sim" and gv.get("status") == "unavailable" and gv.get("reason"):
+            unavailable.setdefault(str(gv["reason"]), []).append(case.case)
+    for reason, cases in unavailable.items():
+        _print_indented(console, f"graph verify unavailable ({_cases_text(cases, len(report.cases))}): {reason}", 0)
     grouped, noise = _group_diagnoses(report)
     if grouped:
         console.print("[bold]diagnosis[/]")

@@ -51,6 +51,14 @@ def library_path(cache_dir: Path, key: CalculatorKey | None = None) -> Path:
     return Path(cache_dir) / "calculator" / key.dirname / "lib" / LIB_NAME
 
 
+def cached_for_installed(cache_dir: Path) -> bool:
+    """Whether the cache holds a calculator for the installed pypto and torch, read from package metadata
+    only: no torch import, so a run handed to the run daemon stays light. `status` is the exact check."""
+    key = CalculatorKey(metadata.version("pypto"), metadata.version("torch"), 0)
+    prefix = key.dirname.rsplit("_abi", 1)[0]
+    return any((d / "lib" / LIB_NAME).is_file() for d in (Path(cache_dir) / "calculator").glob(prefix + "_abi*"))
+
+
 def status(cache_dir: Path | None, pypto_version: str | None = None) -> tuple[bool, str]:
     """(ready, reason). A pypto that graph verify does not support needs no calculator (docs/versions.md §2)."""
     from runtime.evidence.graph_verify import version_problem

@@ -47,6 +47,16 @@ def preload(info: dict[str, Any]) -> None:
     info["graph_verify_note"] = problem or ""
 
 
+# Graph verify was off because this host's calculator was missing (not built, being built, failed to load):
+# the host's state, not the kernel's, so such a result is never reused for a later night (server/services/reuse.py).
+CALCULATOR_NOT_READY = "graph-verify-calculator-not-ready"
+
+
+def unavailable_rule(reason: str | None) -> str:
+    """CALCULATOR_NOT_READY when graph verify is off for want of the calculator, else ""."""
+    return CALCULATOR_NOT_READY if reason and not version_problem(metadata.version("pypto")) else ""
+
+
 def unavailable_reason(calculator_lib: str | None) -> str | None:
     """Why graph verify cannot run in this job, or None when it can."""
     problem = version_problem(metadata.version("pypto"))

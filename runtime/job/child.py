@@ -289,6 +289,7 @@ def _scrub_freed_memory(like: list[torch.Tensor], budget_bytes: int, rounds: int
 def _install_graph_verify(req: dict[str, Any], rec: instrument.Recorder, case: dict[str, Any],
                           tolerance: tuple[float, float]) -> graph_verify.GraphRun | None:
     cfg = req.get("graph_verify") or {}
+    rule = ""  # why graph verify is off, when it is this host's state (graph_verify.CALCULATOR_NOT_READY)
     if req["mode"] != "sim":
         reason = "graph verify runs with SIM only; on the NPU the hardware result is the evidence"
         run = None
@@ -297,7 +298,8 @@ def _install_graph_verify(req: dict[str, Any], rec: instrument.Recorder, case: d
     else:
         run, reason = graph_verify.install(rec, cfg, case.get("output_args"), tolerance)
         rec.watch_calculator_limits = run is not None  # graphs the calculator computes wrongly (docs/realops.md §9)
-    rec.events.emit("graph_verify_setup", available=run is not None, reason=reason or "")
+        rule = "" if run is not None else graph_verify.unavailable_rule(reason)
+    rec.events.emit("graph_verify_setup", available=run is not None, reason=reason or "", **({"rule": rule} if rule else {}))
     return run
 
 

@@ -246,7 +246,8 @@ def _graph_verify(events: list[dict[str, Any]], result_ev: dict[str, Any] | None
     if setup is None:
         return None
     if not setup.get("available"):
-        return {"status": "unavailable", "reason": str(setup.get("reason", "")), "metrics": None}
+        return {"status": "unavailable", "reason": str(setup.get("reason", "")), "metrics": None,
+                **({"rule": setup["rule"]} if setup.get("rule") else {})}
     gv = (result_ev or {}).get("graph_verify")
     gv = dict(gv) if isinstance(gv, dict) else {}
     if not gv:
@@ -319,7 +320,8 @@ def _script_graph(events: list[dict[str, Any]], script: dict[str, Any], structur
     if setup is None:
         return None
     if not setup.get("available"):
-        return {"status": "unavailable", "reason": str(setup.get("reason", "")), "metrics": None}
+        return {"status": "unavailable", "reason": str(setup.get("reason", "")), "metrics": None,
+                **({"rule": setup["rule"]} if setup.get("rule") else {})}
     judged = [a for a in script["asserts"] if isinstance(a.get("graph"), dict) and a["graph"].get("on_graph_result")]
     if not judged and own_failure:
         # The test judged the graph's CPU result with a check the harness cannot read (docs/realops.md §4).

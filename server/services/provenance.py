@@ -29,12 +29,12 @@ def missing_fingerprint(env: dict[str, Any], mode: str) -> list[str]:
 
 
 def values(*, source: str, source_name: str, env: dict[str, Any], mode: str, content_sha256: str | None,
-           case: str, verdict: str) -> dict[str, Any]:
-    """The provenance columns of one result."""
+           case: str, verdict: str, report: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The provenance columns of one result (`report`: the runtime's case dict, when there is one)."""
     verified = not missing_fingerprint(env, mode)
     device = env.get("device") if _known(env.get("device")) else None
     # Only results a worker produced may stand in for a new run of the same kernel.
-    reusable = source == WORKER and verified and reuse.reusable_verdict(verdict)
+    reusable = source == WORKER and verified and reuse.reusable_verdict(verdict) and reuse.reusable_report(report)
     return {"source": source, "source_name": (source_name or "")[:200], "device": str(device)[:64] if device else None,
             "verified": verified, "content_sha256": content_sha256,
             "reuse_key": reuse.key(content_sha256, case, mode, env) if reusable else None}
@@ -45,7 +45,8 @@ def stamp(rows: Iterable[CaseResult], *, source: str, source_name: str, env: dic
     """Set provenance on rows about to be stored (before the flush: no extra UPDATEs)."""
     for row in rows:
         for name, value in values(source=source, source_name=source_name, env=env, mode=mode,
-                                  content_sha256=content_sha256, case=row.case, verdict=row.verdict).items():
+                                  content_sha256=content_sha256, case=row.case, verdict=row.verdict,
+                                  report=row.report).items():
             setattr(row, name, value)
 
 

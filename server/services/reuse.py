@@ -20,6 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from runtime import verdicts
+from runtime.evidence import graph_verify
 from server.models import CaseResult, Job, Submission, Worker
 from server.models.job import FAILED, SUCCEEDED
 from server.services.workers import is_online
@@ -30,6 +31,13 @@ NOT_REUSABLE = (verdicts.TIMEOUT,)  # a timeout says as much about the host's lo
 
 def reusable_verdict(verdict: str) -> bool:
     return verdict not in NOT_REUSABLE
+
+
+def reusable_report(report: dict[str, Any] | None) -> bool:
+    """False for a SIM case that ran without graph verify because its worker's calculator was not ready
+    (still being built on a fresh worker): its missing evidence is the host's, and the next run has it."""
+    gv = (report or {}).get("graph_verify")
+    return not (isinstance(gv, dict) and gv.get("rule") == graph_verify.CALCULATOR_NOT_READY)
 
 
 def key(content_sha256: str | None, case: str, mode: str, versions: dict[str, Any]) -> str | None:

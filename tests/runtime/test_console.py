@@ -137,3 +137,14 @@ def test_a_bare_assert_on_a_kernel_float_shows_the_compare_it_judged() -> None:
     console = Console(width=80, record=True, force_terminal=False)
     print_report(report, console)
     assert any("graph pass, assert 0.0625 < 0.1 (+1)" in line for line in console.export_text().splitlines())
+
+
+def test_why_graph_verify_was_unavailable_is_said_once_per_reason() -> None:
+    report = _report()
+    why = "the graph-verify calculator is still being built (about a minute)"
+    for case in report.cases:
+        case.graph_verify = {"status": "unavailable", "reason": why, "metrics": None}
+    console = Console(width=80, record=True, force_terminal=False)
+    print_report(report, console)
+    text = console.export_text()
+    assert text.count("graph verify unavailable (all cases): the graph-verify calculator is still") == 1

@@ -34,6 +34,24 @@ def test_without_calculator_graph_verify_is_unavailable_and_the_job_runs(warm_si
         assert case.verdict == "sim_output_unwritten"
         assert case.graph_verify["status"] == "unavailable"
         assert "crosscheck calculator build" in case.graph_verify["reason"]
+        # the host's state, not the kernel's: the service never reuses such a result (docs/ci.md)
+        assert case.graph_verify["rule"] == graph_verify.CALCULATOR_NOT_READY
+
+
+def test_graph_verify_turned_off_is_not_the_calculator_missing(warm_sim, tmp_path):
+    report = run_submission(EXAMPLES / "scale_add", RunOptions(cache_dir=tmp_path / "empty-cache", graph_verify=False,
+                                                               work_dir=tmp_path / "w"), warm=warm_sim)
+    assert [c.graph_verify["status"] for c in report.cases] == ["unavailable"] * len(report.cases)
+    assert not any("rule" in c.graph_verify for c in report.cases)
+
+
+def test_the_cache_check_without_torch_agrees_with_the_exact_one(calculator_cache, tmp_path):
+    assert calculator.cached_for_installed(calculator_cache) and calculator.status(calculator_cache)[0]
+    assert not calculator.cached_for_installed(tmp_path)
+    other = tmp_path / "calculator" / "pypto-0.1.9_torch-2.13.0-cpu_abi1" / "lib"  # another pypto's build
+    other.mkdir(parents=True)
+    (other / calculator.LIB_NAME).write_bytes(b"")
+    assert not calculator.cached_for_installed(tmp_path) and not calculator.status(tmp_path)[0]
 
 
 def test_verify_passes_checks_every_lowered_pass(warm_sim, calculator_cache, tmp_path):

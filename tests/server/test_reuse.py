@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from runtime.evidence import graph_verify
 from server.services import reuse
 from tests.server.suites import SuiteDriver, scale_add, sim_report, versions
 
@@ -70,6 +71,21 @@ def test_workers_that_disagree_on_versions_prevent_reuse(ci: SuiteDriver):
     assert r.status_code == 200
     accepted = ci.submit(ci.open()["id"], "alpha", scale_add())
     assert accepted["reused"] == {} and "different versions" in accepted["not_reused"]["sim"]
+
+
+def test_a_case_run_before_its_worker_had_the_calculator_is_not_reused(ci: SuiteDriver):
+    files = scale_add()
+    run = ci.open()
+    (job,) = ci.submit(run["id"], "alpha", files)["jobs"]
+    report = sim_report(files, "alpha")
+    for case in report["cases"]:  # what the runtime reports while a fresh worker builds its calculator
+        case["verdict"] = "sim_output_unwritten"
+        case["graph_verify"] = {"status": "unavailable", "metrics": None, "rule": graph_verify.CALCULATOR_NOT_READY,
+                                "reason": "the graph-verify calculator is still being built (about a minute)"}
+    ci.work(job["id"], report)
+    assert ci.close(run["id"])["status"] == "finished"
+    accepted = ci.submit(ci.open()["id"], "alpha", files)
+    assert accepted["reused"] == {} and len(accepted["jobs"]) == 1  # runs again, now with graph verify
 
 
 def test_timeouts_are_never_reused():

@@ -136,6 +136,17 @@ def run_command(args: argparse.Namespace, loaded: Any = None, reports: list[Any]
         from runtime.cli.cli_checkout import checkout_command
 
         return checkout_command(args, run_command)
+    if loaded is None:
+        from runtime.cli.cli_checkout import operator_of_test_folder
+        from runtime.intake.submission import load_operator
+
+        in_checkout = operator_of_test_folder(args.path)
+        if in_checkout is not None:  # a gym test folder: its kernel is under the checkout's src/
+            try:
+                loaded = load_operator(*in_checkout)
+            except SubmissionError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return exit_codes.UNUSABLE
     from rich.console import Console
 
     err = Console(stderr=True)

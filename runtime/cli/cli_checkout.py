@@ -27,6 +27,24 @@ def checkout_command(args: argparse.Namespace, run: Callable[..., int]) -> int:
     return _run_each(args, found, run)
 
 
+def operator_of_test_folder(path: str | Path) -> tuple[Path, discover.FoundOperator] | None:
+    """A checkout's test folder given as the path (`crosscheck run tests/ops/deepseek/ScaleAdd`): its checkout
+    (the nearest ancestor holding `src/`) and the operator `--op` would find there, or None for any other path.
+    A folder holding its own *_impl.py is a package of its own, as before."""
+    folder = Path(path).resolve()
+    if not folder.is_dir() or any(folder.glob("*_impl.py")):
+        return None
+    root = next((parent for parent in folder.parents if (parent / "src").is_dir()), None)
+    if root is None:
+        return None
+    try:
+        found = discover.discover(root)
+    except SubmissionError:
+        return None
+    rel = folder.relative_to(root).as_posix()
+    return next(((root, op) for op in found if op.folder == rel), None)
+
+
 def _print_list(found: list[discover.FoundOperator]) -> int:
     """Each operator, its route, how many cases and where (docs/realops.md §1)."""
     print(f"{'operator':<24} {'route':<8} {'cases':>5}  folder")

@@ -125,6 +125,18 @@ def test_crosscheck_run_from_a_temp_dir_gives_the_repository_roots_verdicts(inst
     assert got == from_the_repository, install.mode
 
 
+def test_crosscheck_run_in_a_gym_test_folder_runs_its_operator(install, from_the_repository, tmp_path,
+                                                                calculator_cache):
+    """`cd tests/ops/vector/Axpy && crosscheck run .`: the test folder's kernel is under the checkout's src/."""
+    folder = install.source / CHECKOUT / "tests" / "ops" / "vector" / "Axpy"
+    out = tmp_path / "report.json"
+    proc = subprocess.run([install.crosscheck, "run", ".", "--cache-dir", str(calculator_cache), "--json", str(out)],
+                          cwd=folder, env=_env(), capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    got = {(c["operator"], c["case"]): c["verdict"] for c in json.loads(out.read_text())["cases"]}
+    assert got == from_the_repository, install.mode
+
+
 @pytest.fixture
 def up_there(install: Install, tmp_path: Path, calculator_cache: Path) -> Iterator[tuple[str, Path]]:
     """`crosscheck up` of the install, started in a temp dir (its data dir: ./crosscheck-data there)."""

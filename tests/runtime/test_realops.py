@@ -403,6 +403,17 @@ def test_a_case_only_graph_verify_cannot_afford_keeps_its_plain_sim_verdict(warm
     assert "1.50 GiB" in gv["reason"] and "--memory" in gv["reason"]
 
 
+def test_a_gym_test_folder_given_as_the_path_is_its_checkouts_operator(tmp_path):
+    from runtime.cli.cli_checkout import operator_of_test_folder
+
+    for folder, route in (("Axpy", "script"), ("TileSigmoid", "package"), ("RowSquareMean", "module")):
+        root, op = operator_of_test_folder(GYM / "tests" / "ops" / "vector" / folder)
+        assert root == GYM.resolve() and op.route == route and op.folder == f"tests/ops/vector/{folder}", folder
+    assert operator_of_test_folder(EXAMPLES / "softmax") is None  # a package of its own
+    assert operator_of_test_folder(GYM / "tests") is None  # no operator's folder
+    assert operator_of_test_folder(tmp_path) is None  # in no checkout
+
+
 def test_discovery_pairs_test_and_kernel_folders_and_names_each_route():
     from runtime.intake.discover import discover
 

@@ -29,13 +29,14 @@ def checkout_command(args: argparse.Namespace, run: Callable[..., int]) -> int:
 
 def operator_of_test_folder(path: str | Path) -> tuple[Path, discover.FoundOperator] | None:
     """A checkout's test folder given as the path (`crosscheck run tests/ops/deepseek/ScaleAdd`): its checkout
-    (the nearest ancestor holding `src/`) and the operator `--op` would find there, or None for any other path.
-    A folder holding its own *_impl.py is a package of its own, as before."""
+    (the nearest ancestor holding `src/` and looking like a project: `tests/`, `pyproject.toml`, `setup.py` or
+    `.git`, so never /usr for its /usr/src) and the operator `--op` would find there, or None for any other
+    path. A folder holding its own *_impl.py is a package of its own, as before."""
     folder = Path(path).resolve()
     if not folder.is_dir() or any(folder.glob("*_impl.py")):
         return None
     root = next((parent for parent in folder.parents if (parent / "src").is_dir()), None)
-    if root is None:
+    if root is None or not any((root / mark).exists() for mark in ("tests", "pyproject.toml", "setup.py", ".git")):
         return None
     try:
         found = discover.discover(root)

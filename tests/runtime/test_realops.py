@@ -412,6 +412,9 @@ def test_a_gym_test_folder_given_as_the_path_is_its_checkouts_operator(tmp_path)
     assert operator_of_test_folder(EXAMPLES / "softmax") is None  # a package of its own
     assert operator_of_test_folder(GYM / "tests") is None  # no operator's folder
     assert operator_of_test_folder(tmp_path) is None  # in no checkout
+    (tmp_path / "src").mkdir()  # as /usr holds /usr/src: not a project, so never walked whole
+    (tmp_path / "share" / "Op").mkdir(parents=True)
+    assert operator_of_test_folder(tmp_path / "share" / "Op") is None
 
 
 def test_discovery_pairs_test_and_kernel_folders_and_names_each_route():

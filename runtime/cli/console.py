@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from runtime import numbers, verdicts, vocabulary
-from runtime.evidence import calculator_limits
+from runtime.evidence import calculator_limits, graph_verify
 from runtime.judge import simgap
 from runtime.report import CaseResult, Diagnosis, Report
 
@@ -194,7 +194,8 @@ def print_report(report: Report, console: Console | None = None) -> None:
     unavailable: dict[str, list[str]] = {}  # why a SIM case has no graph evidence, once per reason
     for case in report.cases:
         gv = case.graph_verify or {}
-        if report.mode == "sim" and gv.get("status") == "unavailable" and gv.get("reason"):
+        if report.mode == "sim" and gv.get("status") == "unavailable" and gv.get("reason") \
+                and gv["reason"] != graph_verify.DISABLED:  # asked for with --no-graph-verify: nothing to say
             unavailable.setdefault(str(gv["reason"]), []).append(case.case)
     for reason, cases in unavailable.items():
         _print_indented(console, f"graph verify unavailable ({_cases_text(cases, len(report.cases))}): {reason}", 0)

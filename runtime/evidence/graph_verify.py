@@ -47,6 +47,8 @@ def preload(info: dict[str, Any]) -> None:
     info["graph_verify_note"] = problem or ""
 
 
+DISABLED = "graph verify disabled for this run"  # --no-graph-verify: the user's choice, not a finding
+
 # Graph verify was off because this host's calculator was missing (not built, being built, failed to load):
 # the host's state, not the kernel's, so such a result is never reused for a later night (server/services/reuse.py).
 CALCULATOR_NOT_READY = "graph-verify-calculator-not-ready"

@@ -294,7 +294,7 @@ def _install_graph_verify(req: dict[str, Any], rec: instrument.Recorder, case: d
         reason = "graph verify runs with SIM only; on the NPU the hardware result is the evidence"
         run = None
     elif not cfg.get("enabled"):
-        reason, run = "graph verify disabled for this run", None
+        reason, run = graph_verify.DISABLED, None
     else:
         run, reason = graph_verify.install(rec, cfg, case.get("output_args"), tolerance)
         rec.watch_calculator_limits = run is not None  # graphs the calculator computes wrongly (docs/realops.md §9)

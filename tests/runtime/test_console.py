@@ -148,3 +148,14 @@ def test_why_graph_verify_was_unavailable_is_said_once_per_reason() -> None:
     print_report(report, console)
     text = console.export_text()
     assert text.count("graph verify unavailable (all cases): the graph-verify calculator is still") == 1
+
+
+def test_graph_verify_turned_off_by_the_user_is_not_repeated_under_the_cases() -> None:
+    from runtime.evidence import graph_verify
+
+    report = _report()
+    for case in report.cases:
+        case.graph_verify = {"status": "unavailable", "reason": graph_verify.DISABLED, "metrics": None}
+    console = Console(width=80, record=True, force_terminal=False)
+    print_report(report, console)
+    assert "graph verify unavailable" not in console.export_text()

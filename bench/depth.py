@@ -88,7 +88,7 @@ def timed_app(app: Any) -> tuple[Any, list[tuple[float, float]]]:
 
     A full collection (15-22 ms here, measured by this hook) runs when the whole process's allocations cross
     a threshold, so it lands on whichever request is running then, at either depth; with a fixed request order
-    it can land on the same slot round after round (docs/history.md §8)."""
+    it can land on the same slot round after round (docs/history.md §7)."""
     rows: list[tuple[float, float]] = []
 
     async def timed(scope: Any, receive: Any, send: Any) -> None:

@@ -77,6 +77,8 @@ def _run_in(work: Path, path: Path, options: RunOptions, warm: WarmParent | None
         submission=Submission(kind=sub.kind, name=sub.name, sha256=sub.sha256, files=sub.files),
         mode=options.mode, environment=environment(device=_device_name(options), npu=npu), lint=findings,
     )
+    if sub.kind == "script" and warm is not None and not warm.runs_scripts:
+        warm = None  # the run daemon's parent silences pypto's simulator files, which a script may read
     own_warm = warm is None
     runner = CaseRunner(sub, options, work, findings, [syntax_stage, lint_stage])
     runner.test_double = bool(npu.get("test_double"))

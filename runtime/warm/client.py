@@ -44,6 +44,10 @@ def _pypto_lib_dir() -> Path:
 class WarmParent:
     """Client side: start the warm parent and send it jobs, one at a time."""
 
+    # Whether a script may run through it (runtime/runner.py): a parent whose simulator config is the
+    # silenced one for every run (the run daemon's) sends scripts to a private stock one.
+    runs_scripts = True
+
     parent_module = "runtime.warm.parent"  # run as a module: a fresh exec, never a fork of the caller
 
     def __init__(self, mode: str = "sim", scratch: Path | None = None, stock_simulator: bool = False):

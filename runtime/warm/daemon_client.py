@@ -8,6 +8,7 @@ same leader code, so the sandbox and the verdicts are those of a private warm pa
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -62,11 +63,15 @@ def _alive(pid: int) -> bool:
 class DaemonParent(WarmParent):
     """A warm parent shared between runs on this host (see the module docstring)."""
 
+    runs_scripts = False  # its simulator config silences the files a script may read (docs/run-daemon.md)
+
     def __init__(self, mode: str, cache_dir: Path, digest: str | None = None):
         self.mode = mode
         self.digest = digest or self.source_digest()
-        # The daemon's scratch (its config, logs, HOME) is known before it answers: jobs are built first.
-        scratch = Path(tempfile.gettempdir()) / f"crosscheck-daemon-{os.getuid()}-{mode}-{self.digest}"
+        # The daemon's scratch (its config, logs, HOME) is known before it answers: jobs are built first. One
+        # per socket dir: two cache dirs are two daemons, and one's exit must not remove the other's scratch.
+        where = hashlib.sha256(str(socket_dir(cache_dir)).encode()).hexdigest()[:8]
+        scratch = Path(tempfile.gettempdir()) / f"crosscheck-daemon-{os.getuid()}-{mode}-{self.digest}-{where}"
         super().__init__(mode, scratch=_own_dir(scratch))  # not ours to remove: the daemon does, at exit
         self.dir = socket_dir(cache_dir)
         self.path: Path | None = self.dir / f"{mode}.sock"
@@ -187,7 +192,7 @@ class DaemonParent(WarmParent):
 
     def _remove_stillborn_scratch(self) -> None:
         """The scratch of a daemon that died at start, unless a daemon started since answers (it shares the
-        digest, hence the scratch); under the start lock, so none starts meanwhile."""
+        digest and cache dir, hence the scratch); under the start lock, so none starts meanwhile."""
         with open(self.dir / f"{self.mode}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
@@ -202,6 +207,8 @@ class DaemonParent(WarmParent):
 class HandedParent(WarmParent):
     """The run daemon's warm parent as seen from a run it was handed whole (runtime/cli/run_daemon.py):
     the session is open on `sock` from the start; close() ends it and the daemon stays."""
+
+    runs_scripts = False  # as DaemonParent
 
     def __init__(self, mode: str, scratch: Path, sock: socket.socket, info: dict[str, Any]):
         super().__init__(mode, scratch=scratch)

@@ -2,6 +2,7 @@
 digest changes, gone after its idle timeout, and deaf to every user but its owner."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -64,10 +65,10 @@ def cache(calculator_cache: Path) -> Iterator[Path]:
     shutil.rmtree(d, ignore_errors=True)
 
 
-def crosscheck_run(cache: Path, *extra: str) -> dict:
+def crosscheck_run(cache: Path, *extra: str, path: Path = EXAMPLES / "scale_add") -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CROSSCHECK_")}
     env.update(PYTHONPATH=str(REPO), COLUMNS="80")
-    done = subprocess.run([sys.executable, "-m", "server.cli", "run", str(EXAMPLES / "scale_add"), "--json", "-",
+    done = subprocess.run([sys.executable, "-m", "server.cli", "run", str(path), "--json", "-",
                            "--cache-dir", str(cache), *extra], env=env, cwd="/tmp", capture_output=True, text=True,
                           timeout=600, check=False)
     assert done.returncode == 0, done.stderr
@@ -99,6 +100,20 @@ def test_the_same_report_case_by_case_with_and_without_the_daemon(cache):
                 for k, v in fence(r).items()}
     assert steady(plain) == steady(second) and steady(plain)["private_dirs"]
     assert {v[0] for v in by_case(second).values()} == {"sim_garbage_graph_ok"}
+
+
+@pytest.mark.slow
+def test_a_script_reading_pyptos_simulator_files_finds_them_with_the_daemon_up(cache, tmp_path):
+    # pypto's cost_model example opens ./output/<newest>/CostModelSimulationOutput/merged_swimlane.json; the
+    # daemon's parent silences those files for every run, so a script runs in a private stock parent.
+    from tests.runtime.test_example_scripts import COST_STYLE
+
+    script = tmp_path / "read_output.py"
+    script.write_text(COST_STYLE)
+    crosscheck_run(cache)  # the daemon is up
+    report = crosscheck_run(cache, "--no-graph-verify", path=script)
+    assert [c["verdict"] for c in report["cases"]] == ["sim_output_unwritten"], report["cases"][0]["verdict_reason"]
+    assert crosscheck_run(cache)["cases"]  # and the daemon still serves packages
 
 
 @pytest.mark.slow
@@ -208,5 +223,7 @@ def test_a_daemon_that_dies_at_start_leaves_the_run_to_go_on_without_it(cache):
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("note: the run daemon did not start") == 1, done.stderr
     assert {c["verdict"] for c in json.loads(done.stdout)["cases"]} == {"sim_garbage_graph_ok"}, done.stdout
-    # The dead daemon's scratch went with the run (it used to stay in the temp dir for good).
-    assert not list(Path(tempfile.gettempdir()).glob(f"crosscheck-daemon-{os.getuid()}-sim-*")), "scratch left"
+    # The dead daemon's scratch went with the run (it used to stay in the temp dir for good); other tests'
+    # daemons, of other cache dirs, have scratches of their own.
+    where = hashlib.sha256(str(cache / f"run-daemon-{os.getuid()}").encode()).hexdigest()[:8]
+    assert not list(Path(tempfile.gettempdir()).glob(f"crosscheck-daemon-{os.getuid()}-sim-*-{where}")), "scratch left"

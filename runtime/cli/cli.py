@@ -209,6 +209,7 @@ def _build_calculator_once(options: Any, err: Any) -> None:
     """A SIM run with graph verify on a host whose calculator is not built yet: build it now, once per host
     (about a minute), rather than give every case of this run no graph evidence (docs/pypto.md §3)."""
     import subprocess
+    from importlib import metadata
 
     from rich.markup import escape
 
@@ -217,7 +218,7 @@ def _build_calculator_once(options: Any, err: Any) -> None:
 
     if options.mode != "sim" or not options.graph_verify or calculator.cached_for_installed(options.cache_dir):
         return
-    if version_problem(_installed_pypto()):
+    if version_problem(metadata.version("pypto")):
         return  # graph verify does not run on this pypto: the cases say so (docs/versions.md §2)
     err.print(f"building pypto's graph-verify calculator once for this host (about a minute, cached in "
               f"{options.cache_dir}; --no-graph-verify skips it)", soft_wrap=True)
@@ -228,12 +229,6 @@ def _build_calculator_once(options: Any, err: Any) -> None:
         why = tail[0].removeprefix("error: ").removeprefix("the calculator build failed: ")
         err.print(f"[bold yellow]warning:[/] the calculator build failed, so graph verify is unavailable in "
                   f"this run: {escape(why)}", soft_wrap=True)
-
-
-def _installed_pypto() -> str:
-    from importlib import metadata
-
-    return metadata.version("pypto")
 
 
 def _memory_bytes(args: argparse.Namespace) -> int:

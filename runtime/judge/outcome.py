@@ -246,8 +246,7 @@ def _graph_verify(events: list[dict[str, Any]], result_ev: dict[str, Any] | None
     if setup is None:
         return None
     if not setup.get("available"):
-        return {"status": "unavailable", "reason": str(setup.get("reason", "")), "metrics": None,
-                **({"rule": setup["rule"]} if setup.get("rule") else {})}
+        return _unavailable(setup)
     gv = (result_ev or {}).get("graph_verify")
     gv = dict(gv) if isinstance(gv, dict) else {}
     if not gv:
@@ -320,8 +319,7 @@ def _script_graph(events: list[dict[str, Any]], script: dict[str, Any], structur
     if setup is None:
         return None
     if not setup.get("available"):
-        return {"status": "unavailable", "reason": str(setup.get("reason", "")), "metrics": None,
-                **({"rule": setup["rule"]} if setup.get("rule") else {})}
+        return _unavailable(setup)
     judged = [a for a in script["asserts"] if isinstance(a.get("graph"), dict) and a["graph"].get("on_graph_result")]
     if not judged and own_failure:
         # The test judged the graph's CPU result with a check the harness cannot read (docs/realops.md §4).
@@ -383,3 +381,7 @@ def _named_outputs(result_ev: dict[str, Any] | None, checked: corroborate.Checke
     return [{"name": names[i] if i < len(names) else f"output{i}", **o} for i, o in enumerate(checked.per_output)]
 
 
+def _unavailable(setup: dict[str, Any]) -> dict[str, Any]:
+    """Graph verify as the job's setup event left it off: why, and the rule when it is the host's state."""
+    return {"status": "unavailable", "reason": str(setup.get("reason", "")), "metrics": None,
+            **({"rule": setup["rule"]} if setup.get("rule") else {})}

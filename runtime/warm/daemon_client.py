@@ -68,12 +68,13 @@ class DaemonParent(WarmParent):
     def __init__(self, mode: str, cache_dir: Path, digest: str | None = None):
         self.mode = mode
         self.digest = digest or self.source_digest()
+        dir_ = socket_dir(cache_dir)
         # The daemon's scratch (its config, logs, HOME) is known before it answers: jobs are built first. One
         # per socket dir: two cache dirs are two daemons, and one's exit must not remove the other's scratch.
-        where = hashlib.sha256(str(socket_dir(cache_dir)).encode()).hexdigest()[:8]
+        where = hashlib.sha256(str(dir_).encode()).hexdigest()[:8]
         scratch = Path(tempfile.gettempdir()) / f"crosscheck-daemon-{os.getuid()}-{mode}-{self.digest}-{where}"
         super().__init__(mode, scratch=_own_dir(scratch))  # not ours to remove: the daemon does, at exit
-        self.dir = socket_dir(cache_dir)
+        self.dir = dir_
         self.path: Path | None = self.dir / f"{mode}.sock"
         self._stillborn = False  # the daemon this run started died at start: its scratch is ours to remove
 

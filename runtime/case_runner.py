@@ -112,12 +112,8 @@ class CaseRunner:
         assert self.sub.script is not None
         path = self.sub.root / self.sub.script
         functions = [] if testmodule.answers_list(path) else testmodule.test_functions(path)
-        if functions:  # a test module: each test_* function is a case (docs/realops.md §4)
-            wanted = self.options.cases or functions
-            # Named with --case, a function marked skip runs: the user asked for it.
-            marks = {} if self.options.cases else testmodule.skip_marks(path)
-            found = [SkippedFunction(f, marks[f]) if f in marks else TestFunction(f) for f in functions if f in wanted]
-            return found or [TestFunction(f) for f in wanted], "test functions"
+        if functions:  # a test module: each item pytest collects is a case (docs/realops.md §4)
+            return self._module_items(functions, testmodule.skip_marks(path)), "pytest items"
         if self.options.cases:
             return list(self.options.cases), "--case"
         if not testmodule.answers_list(path) and testmodule.strict_argparse(path):
@@ -132,6 +128,16 @@ class CaseRunner:
         # `test_x.py CASE_ID` with the ids of the test_cases.json beside it, as discovery lists them.
         beside = self._beside_case_ids()
         return (beside, "test_cases.json beside") if beside else ([MAIN_CASE], "the script whole")
+
+    def _module_items(self, functions: list[str], marks: dict[str, str]) -> list[Any]:
+        """Ask pytest, in a job like any case's, for the module's items (runtime/job/pytest_run.py)."""
+        request, dirs = self._request(f"collect-{self.sub.name}", self.options.timeout_s)
+        request.update(kind="module", script=self.sub.script, function=None, collect=True, script_args=[])
+        request["graph_verify"]["enabled"] = False  # nothing runs
+        _script_dir_writable(request, dirs, self.sub.script)
+        assert self.warm is not None
+        events = self.warm.run_job(request).get("events", [])
+        return testmodule.cases_of(events, functions, self.options.cases, marks)
 
     def _discover_script_cases(self) -> list[str]:
         """Ask the script for its case ids (`--list`, the hicann/pypto examples convention).
@@ -387,7 +393,7 @@ class CaseRunner:
         request, dirs = self._request(f"{self.sub.name}-{case_id}", self.options.timeout_s)
         args = [] if case_id == MAIN_CASE or function else [case_id]
         request.update(kind="module" if function else "script", function=function, script=self.sub.script,
-                       script_args=[*args, *self._mode_args()])
+                       script_args=[*args, *self._mode_args()], force=bool(self.options.cases))
         _script_dir_writable(request, dirs, self.sub.script)
         return self._script_context(case_id, dirs), request
 

@@ -82,7 +82,7 @@ def _rows(report: Report) -> list[list[str]]:
 
 
 # How the runner found the cases (report.Submission.cases_from), in words for the header.
-CASES_FROM_TEXT = {"test_cases.json": "cases from test_cases.json", "test functions": "cases: its test_* functions",
+CASES_FROM_TEXT = {"test_cases.json": "cases from test_cases.json", "pytest items": "cases: the items pytest collects",
                    "--case": "cases given with --case", "--list": "cases from its --list",
                    "test_cases.json beside": "cases from the test_cases.json beside it",
                    "the script whole": "run whole: it lists no cases"}

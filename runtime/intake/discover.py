@@ -22,6 +22,7 @@ from runtime.intake.cases import load_case_file
 from runtime.errors import SubmissionError
 
 CASE_FILE = "test_cases.json"
+TESTS_OPS = "tests/ops"  # every test file under it is an operator (docs/realops.md §5)
 SKIP_DIRS = imports.SKIP_DIRS  # the one walk of src/ serves both, so they skip the same folders
 MAX_BUNDLE_BYTES = 5 * 1024 * 1024
 MAX_BUNDLE_FILES = 500
@@ -57,7 +58,8 @@ def discover(checkout: Path, ops: list[str] | None = None) -> list[FoundOperator
     src = imports.walk(root / "src") if (root / "src").is_dir() else []  # once: kernels and every import's roots
     kernels = _kernel_dirs(src)
     index = imports.SrcIndex(root, src)
-    found = [_operator(root, Path(d), kernels, index) for d in _test_dirs(root, kernels)]
+    found = [op for d in _test_dirs(root, kernels) for op in _operators(root, Path(d), kernels, index)]
+    _qualify(found)
     seen: dict[str, FoundOperator] = {}
     for op in found:
         if op.route != "none" and key(op.name) in seen:
@@ -65,13 +67,34 @@ def discover(checkout: Path, ops: list[str] | None = None) -> list[FoundOperator
         seen.setdefault(key(op.name), op)
     if ops:
         wanted = {key(o): o for o in ops}
-        missing = [o for k, o in wanted.items() if not any(key(f.name) == k or key(Path(f.folder).name) == k
-                                                           for f in found)]
+        missing = [o for k, o in wanted.items() if not any(k in _answers_to(f) for f in found)]
         if missing:
             known = ", ".join(sorted(f.name for f in found)) or "none"
             raise SubmissionError(f"no operator named {', '.join(missing)} under {checkout} (found: {known})")
-        found = [f for f in found if key(f.name) in wanted or key(Path(f.folder).name) in wanted]
+        found = [f for f in found if _answers_to(f) & set(wanted)]
     return sorted(found, key=lambda f: (f.name, f.folder))
+
+
+def _answers_to(op: FoundOperator) -> set[str]:
+    """The keys `--op` finds it by: its name, its folder's (every test of a model folder), its test file's."""
+    names = {key(op.name), key(Path(op.folder).name)}
+    return names | {key(_tested(Path(op.entry)))} if op.entry else names
+
+
+def _tested(test: Path) -> str:
+    """What a test file tests, by its name: `test_attn_softmax.py` -> attn_softmax."""
+    return test.stem.removeprefix("test_")
+
+
+def _qualify(found: list[FoundOperator]) -> None:
+    """A test named after what it tests may share that name with another operator (rms_norm in several model
+    folders): then it is `<folder>.<name>` (docs/realops.md §5)."""
+    counts: dict[str, int] = {}
+    for op in found:
+        counts[key(op.name)] = counts.get(key(op.name), 0) + 1
+    for op in found:
+        if op.entry and counts[key(op.name)] > 1 and op.name == _tested(Path(op.entry)):
+            op.name = f"{Path(op.folder).name}.{op.name}"
 
 
 def _kernel_dirs(src: list[tuple[str, list[str], list[str]]]) -> dict[str, Path]:
@@ -85,13 +108,15 @@ def _kernel_dirs(src: list[tuple[str, list[str], list[str]]]) -> dict[str, Path]
 
 
 def _test_dirs(root: Path, kernels: dict[str, Path]) -> list[str]:
-    """Folders holding test_cases.json (a package's subfolders belong to it), and gym test folders whose
-    name matches a kernel and that hold a test file."""
+    """Folders holding test_cases.json (a package's subfolders belong to it), gym test folders whose
+    name matches a kernel and that hold a test file, and every folder under tests/ops/ holding a test file."""
     out = []
+    ops = root / TESTS_OPS
     for here, dirs, files in os.walk(root):  # all but src/, walked already
         top = here == str(root)
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith(".") and not (top and d == "src"))
-        if CASE_FILE in files or (key(Path(here).name) in kernels and _test_files(Path(here))):
+        tests = (key(Path(here).name) in kernels or Path(here).is_relative_to(ops)) and _test_files(Path(here))
+        if CASE_FILE in files or tests:
             out.append(here)
     packages = {Path(d) for d in out if any(f.endswith("_impl.py") for f in os.listdir(d))}
     return [d for d in out if not any(p in packages for p in Path(d).parents)]
@@ -101,21 +126,24 @@ def _test_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("test_*.py") if p.is_file())
 
 
-def _operator(root: Path, folder: Path, kernels: dict[str, Path], index: imports.SrcIndex) -> FoundOperator:
+def _operators(root: Path, folder: Path, kernels: dict[str, Path], index: imports.SrcIndex) -> list[FoundOperator]:
+    """The folder's operators: each test file is one (its test imports its kernel, by a path of its own or the
+    kernel folder the folder is named like: docs/realops.md §10); without one, the folder's package."""
     rel = folder.relative_to(root).as_posix() or "."
     if any(folder.glob("*_impl.py")):
-        return _plain_package(root, folder, rel)
-    impl = kernels.get(key(folder.name))
+        return [_plain_package(root, folder, rel)]
     name = _op_name(folder)
     tests = _test_files(folder)
-    if impl is None and tests:  # its test file imports its kernel by a path of its own (docs/realops.md §10)
-        return _test_file_operator(root, folder, rel, name, _pick_test(tests, folder.name), index)
+    if len(tests) == 1 and ((folder / CASE_FILE).is_file() or key(folder.name) in kernels):
+        return [_test_file_operator(root, folder, rel, name, tests[0], index)]  # its name as before (reuse keys)
+    if tests:  # a model folder's tests: each named after what it tests (docs/realops.md §5)
+        own = next((t for t in tests if key(_tested(t)) == key(folder.name)), None)
+        return [_test_file_operator(root, folder, rel, name if t == own else _tested(t), t, index) for t in tests]
+    impl = kernels.get(key(folder.name))
     if impl is None:
-        return FoundOperator(name, "none", rel, problem=f"{rel}: no *_impl.py beside {CASE_FILE}, and no kernel "
-                             f"folder under src/ named like {folder.name!r} (names match ignoring case and '_')")
-    if tests:
-        return _test_file_operator(root, folder, rel, name, _pick_test(tests, folder.name), index)
-    return _gym_package(root, folder, rel, name, impl, index)
+        return [FoundOperator(name, "none", rel, problem=f"{rel}: no *_impl.py beside {CASE_FILE}, and no kernel "
+                              f"folder under src/ named like {folder.name!r} (names match ignoring case and '_')")]
+    return [_gym_package(root, folder, rel, name, impl, index)]
 
 
 def _op_name(folder: Path) -> str:
@@ -126,11 +154,6 @@ def _op_name(folder: Path) -> str:
     except (OSError, ValueError, AttributeError):
         pass
     return folder.name
-
-
-def _pick_test(tests: list[Path], folder_name: str) -> Path:
-    """The test file named after the folder (`test_<op>.py`), else the first."""
-    return next((t for t in tests if key(t.stem.removeprefix("test_")) == key(folder_name)), tests[0])
 
 
 def _package_files(folder: Path, root: Path) -> list[str]:
@@ -151,14 +174,15 @@ def _plain_package(root: Path, folder: Path, rel: str) -> FoundOperator:
 def _test_file_operator(root: Path, folder: Path, rel: str, name: str, test: Path,
                         index: imports.SrcIndex) -> FoundOperator:
     entry = test.relative_to(root).as_posix()
+    module = testmodule.is_module(test)
+    pytest_reads = testmodule.pytest_files(root, test) if module else []  # conftests and config (§4)
     try:
-        files = imports.closure(root, [test, *_beside(folder)], index.roots([folder]))
+        files = imports.closure(root, [test, *_beside(folder), *pytest_reads], index.roots([folder]))
     except OSError as exc:
         return FoundOperator(name, "none", rel, problem=f"{entry}: {exc}")
-    functions = [] if testmodule.answers_list(test) else testmodule.test_functions(test)
-    if functions:
-        return FoundOperator(name, "module", rel, files, functions, entry=entry)
-    return FoundOperator(name, "script", rel, files, _listed_ids(folder), entry=entry)
+    if module:
+        return FoundOperator(name, "module", rel, files, testmodule.test_functions(test), entry=entry)
+    return FoundOperator(name, "script", rel, files, _listed_ids(folder, {name, _tested(test)}), entry=entry)
 
 
 def _beside(folder: Path) -> list[Path]:
@@ -166,13 +190,17 @@ def _beside(folder: Path) -> list[Path]:
             and not p.name.startswith(".")]
 
 
-def _listed_ids(folder: Path) -> list[str]:
-    """The ids a script will probably list: those of its test_cases.json (the run asks the script itself)."""
+def _listed_ids(folder: Path, names: set[str]) -> list[str]:
+    """The ids a script will probably list: those of its test_cases.json (the run asks the script itself);
+    when its cases name their operator (`"op_name"`, one file for a model folder's tests), those of `names`."""
     try:
         raw = json.loads((folder / CASE_FILE).read_text(encoding="utf-8"))
-        return [str(c["id"]) for c in raw["test_cases"] if isinstance(c, dict) and "id" in c]
+        cases = [c for c in raw["test_cases"] if isinstance(c, dict) and "id" in c]
     except (OSError, ValueError, KeyError, TypeError):
         return []
+    wanted = {key(n) for n in names}
+    own = [c for c in cases if key(str(c.get("op_name", ""))) in wanted]
+    return [str(c["id"]) for c in own or cases]
 
 
 def _gym_package(root: Path, folder: Path, rel: str, name: str, impl: Path, index: imports.SrcIndex) -> FoundOperator:

@@ -8,7 +8,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runtime.intake import discover, imports
+from runtime.intake import discover, imports, testmodule
 from runtime.intake.archive import is_archive, unpack
 from runtime.intake.cases import CaseFile, load_case_file
 from runtime.errors import SubmissionError
@@ -166,10 +166,15 @@ def script_dir_files(script: Path) -> list[str]:
     resolve there in a plain run; they travel with the script (relative to its folder, docs/realops.md §3).
     """
     here = script.parent
-    files = imports.closure(here, [script], [here])
+    files = imports.closure(here, [script, *_pytest_reads(here, script)], [here])
     if len(files) > MAX_FILES:
         raise SubmissionError(f"{script.name}: imports too many files from {here} ({len(files)} > {MAX_FILES})")
     return files or [script.name]
+
+
+def _pytest_reads(root: Path, script: Path) -> list[Path]:
+    """A test module's conftest files and pytest config (docs/realops.md §4); nothing for a script."""
+    return testmodule.pytest_files(root, script) if testmodule.is_module(script) else []
 
 
 def script_files(root: Path, script: Path) -> list[str]:
@@ -177,7 +182,7 @@ def script_files(root: Path, script: Path) -> list[str]:
     here = script.parent
     beside = [p for p in sorted(here.iterdir()) if p.is_file() and not p.is_symlink() and p.suffix != ".pyc"
               and not p.name.startswith(".")]
-    files = imports.closure(root, [script, *beside], imports.import_roots(root, [here]))
+    files = imports.closure(root, [script, *beside, *_pytest_reads(root, script)], imports.import_roots(root, [here]))
     if len(files) > MAX_FILES:
         raise SubmissionError(f"{script.name}: needs too many files from {root} ({len(files)} > {MAX_FILES})")
     return files

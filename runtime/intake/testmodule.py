@@ -1,17 +1,14 @@
-"""Test modules as cases: import a test file as a module and call one `test_*` function (docs/realops.md §4).
+"""Test files read without running them: module or script, their run-mode option, and what pytest needs
+beside a module (docs/realops.md §4).
 
-The module is imported under its own name, so its `if __name__ == "__main__"` block does not run;
-the function gets the arguments it names that a real checkout's tests take: `device`, `device_id`, `run_mode`,
-`case`, and each argument set its `@pytest.mark.parametrize` marks give. A function its author marked
-`@pytest.mark.skip` / `@unittest.skip` is not run unless asked for by name.
+A test module's cases are the items pytest collects from it, in the job (runtime/job/pytest_run.py); here are
+the names of its `test_*` functions (the cases when collection fails, so each case's job shows why), its skip
+marks for `--list`, and the files a job needs to run it as pytest would: the `conftest.py` and `__init__.py`
+of each folder from the module's up to the checkout root, and the root's pytest config.
 """
 from __future__ import annotations
 
 import ast
-import importlib.util
-import inspect
-import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,12 +16,16 @@ from typing import Any
 CASE_FILE = "test_cases.json"
 
 
+PYTEST_CONFIGS = {"pytest.ini": "", ".pytest.ini": "", "pyproject.toml": "[tool.pytest", "tox.ini": "[pytest]",
+                  "setup.cfg": "[tool:pytest]"}  # a root file holding pytest's config, and the section that says so
+
+
 class TestFailed(AssertionError):
     """The test function returned False: the gym's way of saying a level failed."""
 
 
 class CannotCall(TypeError):
-    """The test function needs an argument the harness cannot supply."""
+    """The test needs a fixture nobody defines, or pytest collected no item of the name asked for."""
 
 
 def test_functions(path: Path) -> list[str]:
@@ -115,90 +116,6 @@ def run_mode_args(path: Path, mode: str) -> list[str]:
     return [spelled[0] if spelled else "--run_mode", mode]
 
 
-def call(script: Path, function: str, mode: str, device: str) -> None:
-    """Import `script` and call `function`; raises what it raises, TestFailed when it returns False."""
-    spec = importlib.util.spec_from_file_location(script.stem, script)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {script.name}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[script.stem] = module
-    spec.loader.exec_module(module)
-    fn = getattr(module, function, None)
-    if not callable(fn):
-        raise AttributeError(f"{script.name} has no function {function!r}")
-    sets = parameter_sets(fn)
-    for given in [{}] if sets is None else sets:  # pytest runs each parameter set; the first failure ends the case
-        kwargs = arguments(fn, function, mode, device, script.parent / CASE_FILE, given)
-        if fn(**kwargs) is False:
-            raise TestFailed(f"{function}({_shown(given)}) returned False" if given else f"{function} returned False")
-
-
-def parameter_sets(fn: Any) -> list[dict[str, Any]] | None:
-    """The argument sets `@pytest.mark.parametrize` gives a test function, as pytest runs them (the product of
-    stacked marks, `pytest.param(..., marks=pytest.mark.skip)` left out); None when it has no such mark
-    (docs/realops.md §10). Read from the marks pytest's decorator leaves on the function: no pytest needed."""
-    marks = [m for m in getattr(fn, "pytestmark", None) or [] if getattr(m, "name", "") == "parametrize"]
-    if not marks:
-        return None
-    sets: list[dict[str, Any]] = [{}]
-    for mark in marks:
-        args, kw = list(getattr(mark, "args", ())), dict(getattr(mark, "kwargs", {}) or {})
-        names = args[0] if args else kw.get("argnames", "")
-        values = args[1] if len(args) > 1 else kw.get("argvalues", [])
-        names = [n.strip() for n in names.split(",") if n.strip()] if isinstance(names, str) else list(names)
-        rows = []
-        for value in values:
-            if hasattr(value, "values") and hasattr(value, "marks"):  # pytest.param(...)
-                if any(getattr(m, "name", "") == "skip" for m in value.marks):
-                    continue
-                row = list(value.values)
-            else:
-                row = [value] if len(names) == 1 else list(value)
-            rows.append(dict(zip(names, row)))
-        sets = [{**done, **row} for done in sets for row in rows]
-    return sets
-
-
-def _shown(given: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v!r}"[:80] for k, v in given.items())
-
-
-def arguments(fn: Any, function: str, mode: str, device: str, case_file: Path,
-              given: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Values for the parameters a test function names; the ones with defaults keep them.
-
-    `device_id` is the card's index (`npu:3` -> 3), as the gym's `main()` passes `int(TILE_FWK_DEVICE_ID)`.
-    """
-    index = device.rpartition(":")[2]
-    supplied: dict[str, Any] = {"device": device, "device_id": int(index) if index.isdigit() else 0,
-                                "run_mode": mode}
-    kwargs: dict[str, Any] = {}
-    for name, param in inspect.signature(fn).parameters.items():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
-        if given and name in given:  # a parametrize value wins over ours (the gym's `case`)
-            kwargs[name] = given[name]
-        elif name in supplied:
-            kwargs[name] = supplied[name]
-        elif name == "case":
-            kwargs[name] = _case_for(function, case_file)
-        elif param.default is param.empty:
-            raise CannotCall(f"{function}() needs an argument {name!r} that crosscheck cannot supply "
-                             "(it passes device, device_id, run_mode and case)")
-    return kwargs
-
-
-def _case_for(function: str, case_file: Path) -> dict[str, Any] | None:
-    """The test_cases.json entry whose id is the function's name without `test_`, else the first."""
-    try:
-        cases = json.loads(case_file.read_text(encoding="utf-8"))["test_cases"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    wanted = function.removeprefix("test_")
-    return next((c for c in cases if isinstance(c, dict) and str(c.get("id")) == wanted),
-                cases[0] if cases else None)
-
-
 @dataclass(frozen=True)
 class TestFunction:
     """A `test_*` function of a test module: one case."""
@@ -210,3 +127,50 @@ class SkippedFunction:
     """A `test_*` function its author marked skip: a case reported, not run (docs/realops.md §10)."""
     name: str
     reason: str
+
+
+def item_case(nodeid: str) -> str:
+    """A pytest item's case id: its node id without the file (`test_x[a-1]`, `TestGroup::test_y`)."""
+    return nodeid.split("::", 1)[1] if "::" in nodeid else nodeid
+
+
+def is_module(path: Path) -> bool:
+    """A test module (top-level `test_*` functions, no `--list`): pytest runs it; anything else is a script."""
+    return not answers_list(path) and bool(test_functions(path))
+
+
+def pytest_files(root: Path, test: Path) -> list[Path]:
+    """What pytest reads besides the module: each folder's `conftest.py` and `__init__.py` from the module's
+    folder up to `root`, the root's pytest config file, and the test_cases.json beside the module (the `case`
+    fixture's) (docs/realops.md §4)."""
+    root, folder = root.resolve(), test.resolve().parent
+    if not folder.is_relative_to(root):
+        return []
+    found = [f / name for f in [folder, *folder.parents] if f.is_relative_to(root)
+             for name in ("conftest.py", "__init__.py") if (f / name).is_file()]
+    found += [folder / CASE_FILE] if (folder / CASE_FILE).is_file() else []
+    for name, section in PYTEST_CONFIGS.items():
+        path = root / name
+        try:
+            if path.is_file() and section in path.read_text(encoding="utf-8", errors="replace"):
+                found.append(path)
+                break
+        except OSError:
+            continue
+    return found
+
+
+def cases_of(events: list[dict[str, Any]], functions: list[str], asked: list[str],
+             marks: dict[str, str]) -> list[TestFunction | SkippedFunction]:
+    """A module's cases from its collection job's `pytest_items` event: each item, a skipped one reported
+    without a job. When collection failed, each `test_*` function is a case, and its job shows why.
+    `asked` (`--case`) names items or functions; an item asked for runs even when marked skip."""
+    event = next((e for e in events if e.get("event") == "pytest_items"), None)
+    listed = event.get("items") if event else None
+    if not isinstance(listed, list):
+        listed = [{"id": f, "skip": marks.get(f)} for f in functions]
+    items = [(str(i.get("id")), i.get("skip")) for i in listed if isinstance(i, dict) and i.get("id")]
+    if asked:
+        chosen = [TestFunction(i) for i, _ in items if i in asked or i.split("[", 1)[0] in asked]
+        return chosen or [TestFunction(a) for a in asked]
+    return [SkippedFunction(i, str(skip)) if skip is not None else TestFunction(i) for i, skip in items]

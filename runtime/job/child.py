@@ -21,9 +21,8 @@ import torch
 
 from runtime.evidence import costmodel, dumps, flow, graph_verify, instrument, metrics
 from runtime.fence import integrity
-from runtime.job import plainrun, provenance
+from runtime.job import plainrun, provenance, pytest_run
 from runtime.devices import standin
-from runtime.intake import testmodule
 from runtime.job import timing
 from runtime.devices import device as device_mod
 from runtime.fence.events import Events
@@ -390,10 +389,12 @@ def _run_script(req: dict[str, Any], rec: instrument.Recorder) -> int:
     error = None
     try:
         with _kernel_floats(rec):
-            if req["kind"] == "module":
-                _module_device_env(req)
-                testmodule.call(Path(script), req["function"], req.get("script_mode") or req["mode"],
-                                _device_argument(req))
+            if req["kind"] == "module":  # run as pytest runs it (docs/realops.md §4)
+                pytest_run.prepare(req)
+                if req.get("collect"):
+                    pytest_run.collect(Path(script), Path(req["src_dir"]), rec.events)
+                else:
+                    pytest_run.run_item(Path(script), Path(req["src_dir"]), req["function"], bool(req.get("force")))
             else:
                 runpy.run_path(script, run_name="__main__")
     except SystemExit as exc:
@@ -422,21 +423,6 @@ def _kernel_floats(rec: instrument.Recorder) -> Iterator[None]:
     kernel_flow = flow.start()
     with kernel_flow, flow.ScalarTaint(kernel_flow, instrument.scalar_compares(rec)):
         yield
-
-
-def _module_device_env(req: dict[str, Any]) -> None:
-    """Test functions are NPU tests as pytest runs them on a card, where `TILE_FWK_DEVICE_ID` names it (the gym's
-    `int(os.environ["TILE_FWK_DEVICE_ID"])`). Under the SIM stand-in that card is 0, the `device` they are given
-    (docs/realops.md §10). NPU jobs have it already (runtime/fence/jobenv.py)."""
-    if req.get("standin_offered"):
-        os.environ.setdefault("TILE_FWK_DEVICE_ID", "0")
-
-
-def _device_argument(req: dict[str, Any]) -> str:
-    """The `device` a test function gets: the card on the NPU; in SIM `npu:0` under the stand-in, else the CPU."""
-    if req["mode"] == "npu":
-        return device_mod.current().name
-    return "npu:0" if req.get("standin_offered") else "cpu"
 
 
 def _exit_code(value: Any) -> int:

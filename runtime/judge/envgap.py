@@ -10,10 +10,15 @@ import re
 from pathlib import Path
 
 from runtime.report import Diagnosis, ErrorInfo
-from runtime.verdicts import ENVIRONMENT_STAGE as STAGE
+from runtime.verdicts import ENVIRONMENT_STAGE as STAGE, NOT_RUN, SKIPPED_STAGE
 # The packages our own stand-ins or other rules answer for (torch_npu: the stand-in; pypto: version skew).
 OURS = ("torch_npu", "pypto")
 RULE = "python-package-missing"
+FIXTURE_RULE = "fixture-needs-npu"
+# What runtime/job/pytest_run.py raises when pytest itself says the item did not run: a fixture that needs an
+# NPU (the environment's gap), and an item pytest skipped as it ran (a `skipif` that held, `pytest.skip()`).
+FIXTURE_NEEDS_NPU, ITEM_SKIPPED = "FixtureNeedsNpu", "ItemSkipped"
+PYTEST_NOT_RUN = (FIXTURE_NEEDS_NPU, ITEM_SKIPPED)
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
 
 
@@ -43,8 +48,22 @@ def reason(package: str) -> str:
             "worker image carries pytest)")
 
 
-def diagnosis(package: str, error: ErrorInfo) -> Diagnosis:
-    """The case's diagnosis: the environment's, naming the package and the fix."""
+def pytest_not_run(error: ErrorInfo) -> tuple[str, str, str]:
+    """(verdict, reason, stage) of an item pytest did not run to its end for a reason of its own."""
+    if error.type == ITEM_SKIPPED:
+        return NOT_RUN, f"skipped by pytest as it ran ({error.message}): not run, as pytest would not", SKIPPED_STAGE
+    return NOT_RUN, (f"{error.message}; no kernel ran: the environment's gap (no NPU here), not the kernel's"), STAGE
+
+
+def diagnosis(package: str | None, error: ErrorInfo) -> Diagnosis:
+    """The case's diagnosis: the environment's, naming the package (or the fixture) and the fix."""
+    if package is None:
+        return Diagnosis(
+            rule=FIXTURE_RULE, sim_only=True, stage=STAGE, evidence=f"{error.type}: {error.message}"[:300],
+            origin="exception", file=error.file, line=error.line,
+            cause="A pytest fixture of the test (from a conftest.py of the checkout) asks for something only an NPU "
+                  "has, which the SIM stand-in for torch_npu cannot give; the test never started.",
+            fix="Run it on an NPU host (`--mode npu`), or give the fixture a path that needs no card in SIM.")
     return Diagnosis(
         rule=RULE, sim_only=False, stage=STAGE, evidence=f"{error.type}: {error.message}"[:300], origin="exception",
         file=error.file, line=error.line,

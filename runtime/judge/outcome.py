@@ -22,7 +22,7 @@ TAIL_CHARS = 8000
 OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory")
 # Nothing of the kernel could be judged: a test function needs an argument we do not supply
 # (runtime.intake.testmodule), or the test called a torch_npu fused op the SIM stand-in cannot run (runtime.devices.standin).
-NOT_RUN_ERRORS = ("CannotCall", "NeedsRealNpu", "NpuKernelMissing")
+NOT_RUN_ERRORS = ("CannotCall", "NeedsRealNpu", "NpuKernelMissing", *envgap.PYTEST_NOT_RUN)
 # A job that ended this way never reached its script's compares (graph verify cannot say `no_compare`).
 STOPPED = ("resource_limit", "timeout", "oom", "crash")
 
@@ -205,7 +205,7 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         diagnoses = verdict_diagnoses.lead(diagnoses, verdict, fail_stage, ctx.golden_fallback, graph)
     verdict, reason, fail_stage = _not_the_kernels(verdict, reason, fail_stage, ev, error, ctx, checked.launches)
     if fail_stage == envgap.STAGE and error is not None:
-        diagnoses = [envgap.diagnosis(envgap.missing_package(error, ctx.dirs.src, 0) or "", error)]
+        diagnoses = [envgap.diagnosis(envgap.missing_package(error, ctx.dirs.src, 0), error)]
     return CaseResult(
         operator=ctx.operator, case=ctx.case, description=ctx.description,
         shapes=ctx.shapes if ctx.shapes is not None else (launches[0].arg_shapes if launches else []),
@@ -229,6 +229,8 @@ def _not_the_kernels(verdict: str, reason: str, stage: str, ev: verdicts.Evidenc
         return verdict, reason, verdicts.NO_KERNEL_STAGE  # ran cleanly, launched nothing
     if verdict == verdicts.NOT_RUN and error is not None and error.type == "CannotCall" and launches == 0:
         return verdict, f"{error.message}: its kernel never ran", verdicts.ARGUMENTS_STAGE
+    if error is not None and error.type in envgap.PYTEST_NOT_RUN:  # pytest's own answer (runtime/job/pytest_run.py)
+        return envgap.pytest_not_run(error)
     package = envgap.missing_package(error, ctx.dirs.src, launches) if ctx.is_script else None
     if package and verdict in (verdicts.STRUCTURAL_ERROR, verdicts.NOT_RUN):
         return verdicts.NOT_RUN, envgap.reason(package), envgap.STAGE

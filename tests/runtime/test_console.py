@@ -110,10 +110,10 @@ def test_a_case_sim_cannot_simulate_reads_structure_unknown() -> None:
 
 def test_the_header_says_how_the_cases_were_found() -> None:
     report = _report()
-    report.submission.kind, report.submission.cases_from = "script", "test functions"
+    report.submission.kind, report.submission.cases_from = "script", "pytest items"
     console = Console(width=200, record=True, force_terminal=False)
     print_report(report, console)
-    assert console.export_text().splitlines()[0].startswith("softmax (script, cases: its test_* functions, sha256")
+    assert console.export_text().splitlines()[0].startswith("softmax (script, cases: the items pytest collects, sha256")
 
 
 def test_an_inconclusive_emulated_npu_branch_is_named_beside_the_graph_status() -> None:

@@ -175,7 +175,7 @@ ROW_SQUARE_MEAN = GYM / "tests/ops/vector/RowSquareMean/test_row_square_mean.py"
 def test_npu_only_test_module_runs_each_test_function_as_a_case(warm_sim, calculator_cache, tmp_path):
     report = run_submission(ROW_SQUARE_MEAN, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path), warm=warm_sim)
     assert [c.case for c in report.cases] == ["test_level0", "test_level1"]
-    assert report.submission.cases_from == "test functions"
+    assert report.submission.cases_from == "pytest items"
     for case in report.cases:
         assert case.verdict == "sim_garbage_graph_ok", (case.verdict_reason, case.error)
         assert case.graph_verify["asserts_judged"] == 1 and case.script["exit_code"] == 0
@@ -219,7 +219,7 @@ def test_module_graph_fail_and_an_argument_we_cannot_supply(warm_sim, calculator
     triple, needs = report.cases
     assert triple.case == "test_triple" and triple.verdict == "graph_fail", triple.verdict_reason
     assert triple.graph_verify["asserts_failed"] == 1
-    assert needs.verdict == "not_run" and "needs an argument 'tokenizer'" in needs.error.message
+    assert needs.verdict == "not_run" and "needs the fixture 'tokenizer'" in needs.error.message
     assert needs.stage == "arguments"  # never a kernel defect: unusable input (runtime/exit_codes.py)
 
 
@@ -309,33 +309,32 @@ def test_scaled_copy(case):
 '''
 
 
-@pytest.mark.parametrize("expected, verdict", [("case.factor", "sim_garbage_graph_ok"),
-                                               ("(2.0 if case.rows == 16 else 0.25)", "graph_fail")])
-def test_module_runs_each_parameter_set_its_parametrize_mark_gives(warm_sim, calculator_cache, tmp_path,
-                                                                   expected, verdict):
+def test_module_runs_each_parameter_set_its_parametrize_mark_gives_as_a_case(warm_sim, calculator_cache, tmp_path):
     """The gym's `@pytest.mark.parametrize("case", MATMUL_CASES)`: `case` was ours (None), an AttributeError and
-    a kernel defect. Each set runs in the case's job, as pytest runs them (docs/realops.md §10)."""
+    a kernel defect. Each set is a pytest item, and each item a case with its own verdict (docs/realops.md §4)."""
     path = tmp_path / "test_scaled_copy.py"
-    path.write_text(PARAMETRIZED_MODULE.replace("{expected}", expected))
-    case = run_submission(path, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w"), warm=warm_sim).cases[0]
-    assert case.verdict == verdict, (case.verdict, case.error)
-    assert case.kernel_launches == 2 and case.graph_verify["asserts_judged"] == 2
+    path.write_text(PARAMETRIZED_MODULE.replace("{expected}", "(2.0 if case.rows == 16 else 0.25)"))
+    cases = run_submission(path, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w"), warm=warm_sim).cases
+    assert [(c.case, c.verdict) for c in cases] == [("test_scaled_copy[case0]", "sim_garbage_graph_ok"),
+                                                   ("test_scaled_copy[case1]", "graph_fail")], \
+        [(c.case, c.verdict, c.error) for c in cases]
+    assert [c.kernel_launches for c in cases] == [1, 1]
 
 
-def test_parameter_sets_are_the_product_of_stacked_marks_without_skipped_params():
+def test_a_modules_cases_are_its_collected_items_or_its_functions_when_collection_failed():
     from runtime.intake import testmodule
+    from runtime.intake.testmodule import SkippedFunction, TestFunction
 
-    @pytest.mark.parametrize("dtype", ["fp32", pytest.param("fp8", marks=pytest.mark.skip(reason="no fp8"))])
-    @pytest.mark.parametrize("rows, cols", [(16, 32), (8, 64)])
-    def test_tile(rows, cols, dtype, tolerance=0.1):
-        pass
-
-    assert testmodule.parameter_sets(test_tile) == [{"rows": 16, "cols": 32, "dtype": "fp32"},
-                                                     {"rows": 8, "cols": 64, "dtype": "fp32"}]
-    assert testmodule.parameter_sets(lambda: None) is None
-    args = testmodule.arguments(test_tile, "test_tile", "sim", "npu:0", Path("none.json"),
-                                {"rows": 16, "cols": 32, "dtype": "fp32"})
-    assert args == {"rows": 16, "cols": 32, "dtype": "fp32"}
+    items = [{"event": "pytest_items", "items": [{"id": "test_a[x]", "skip": None}, {"id": "test_a[y]", "skip": "no y"},
+                                                 {"id": "test_b", "skip": None}]}]
+    assert testmodule.cases_of(items, ["test_a", "test_b"], [], {}) == [
+        TestFunction("test_a[x]"), SkippedFunction("test_a[y]", "no y"), TestFunction("test_b")]
+    # --case names an item, or a function for all its items; asked for, a skipped item runs.
+    assert testmodule.cases_of(items, ["test_a", "test_b"], ["test_a"], {}) == [TestFunction("test_a[x]"),
+                                                                                TestFunction("test_a[y]")]
+    failed = [{"event": "pytest_items", "items": None, "error": "ModuleNotFoundError: No module named 'x'"}]
+    assert testmodule.cases_of(failed, ["test_a", "test_b"], [], {"test_b": "later"}) == [
+        TestFunction("test_a"), SkippedFunction("test_b", "later")]
 
 
 def test_module_reads_its_card_from_the_environment_as_on_an_npu_host(warm_sim, calculator_cache, tmp_path):
@@ -607,23 +606,6 @@ def test_partial_tile_graph_verify_is_unsupported_with_its_rule_and_the_case_sti
     assert case.graph_verify["rule"] == "graph-verify-partial-tile-composite"
     assert "valid_shape" in case.graph_verify["reason"] and "setStorage" in case.graph_verify["error"]["message"]
     assert case.verdict == "sim_output_unwritten", case.verdict_reason
-
-
-def test_test_function_arguments_by_name(tmp_path):
-    from runtime.intake import testmodule
-
-    (tmp_path / "test_cases.json").write_text('{"test_cases": [{"id": "a"}, {"id": "level1", "seed": 4}]}')
-
-    def test_level1(device, case, run_mode, tolerance=0.1):
-        pass
-
-    args = testmodule.arguments(test_level1, "test_level1", "sim", "npu:0", tmp_path / "test_cases.json")
-    assert args == {"device": "npu:0", "case": {"id": "level1", "seed": 4}, "run_mode": "sim"}
-    assert testmodule.arguments(lambda case: None, "test_other", "sim", "cpu", tmp_path / "test_cases.json") == \
-        {"case": {"id": "a"}}
-    # The gym's `test_fwd(device_id)`: the card's index, as its main() passes int(TILE_FWK_DEVICE_ID).
-    assert testmodule.arguments(lambda device_id: None, "test_fwd", "npu", "npu:3", tmp_path / "none.json") == \
-        {"device_id": 3}
 
 
 MARKER_ONLY = '''

@@ -24,6 +24,7 @@ __crosscheck_standin__ = True
 __version__ = "0.0.0+crosscheck.standin"
 NPU = "npu"
 ACL_FORMAT_ND = 2
+SOC_VERSION = 221  # Ascend910B2 in torch_npu's SocVersion numbering
 
 
 class Format(enum.IntEnum):
@@ -133,6 +134,9 @@ def _namespace() -> types.ModuleType:
     for name in ("empty_cache", "manual_seed", "manual_seed_all", "reset_peak_memory_stats", "set_compile_mode"):
         setattr(npu, name, _noop)
     npu.get_device_name = lambda device=None: "CPU (PTO Crosscheck SIM stand-in)"  # type: ignore[attr-defined]
+    # The chip SIM models: torch_npu's SocVersion of pypto's simulated Ascend910B2 (docs/realops.md §2); a gym's
+    # root conftest keeps only the items marked for the card's SoC, and stops pytest when it cannot ask.
+    npu.get_soc_version = lambda: SOC_VERSION  # type: ignore[attr-defined]
     npu.is_initialized = lambda: True  # type: ignore[attr-defined]
     npu.__getattr__ = _missing("torch.npu")  # type: ignore[attr-defined]  # PEP 562, on this module object
     return npu

@@ -52,3 +52,9 @@ _._should_skip_dynamo
 # Serialised with dataclasses.asdict into a run's totals (server/services/perf.py summary), read by tests.
 _.previous_us
 _.previous_cycles
+
+# Called by pytest inside a job (runtime/job/pytest_run.py): hooks of its plugin, and a fixture tests name.
+_.pytest_collection_modifyitems, _.pytest_collection_finish, _.pytest_collectreport, _.pytest_fixture_setup
+_.pytest_runtest_makereport, _.pytest_pyfunc_call, _.pytest_keyboard_interrupt
+run_mode  # the fixture a test function names
+_.get_soc_version  # torch_npu.npu.get_soc_version, asked by a gym's root conftest (the stand-in)

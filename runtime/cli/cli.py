@@ -137,13 +137,16 @@ def run_command(args: argparse.Namespace, loaded: Any = None, reports: list[Any]
 
         return checkout_command(args, run_command)
     if loaded is None:
-        from runtime.cli.cli_checkout import operator_of_test_folder
+        from runtime.cli.cli_checkout import checkout_command, operators_of_test_folder
         from runtime.intake.submission import load_operator
 
-        in_checkout = operator_of_test_folder(args.path)
+        in_checkout = operators_of_test_folder(args.path)
+        if in_checkout is not None and len(in_checkout[1]) > 1:  # a model folder's tests: each an operator
+            args.path, args.op = str(in_checkout[0]), [op.name for op in in_checkout[1]]
+            return checkout_command(args, run_command)
         if in_checkout is not None:  # a gym test folder: its kernel is under the checkout's src/
             try:
-                loaded = load_operator(*in_checkout)
+                loaded = load_operator(in_checkout[0], in_checkout[1][0])
             except SubmissionError as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 return exit_codes.UNUSABLE

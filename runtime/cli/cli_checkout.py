@@ -23,15 +23,16 @@ def checkout_command(args: argparse.Namespace, run: Callable[..., int]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return exit_codes.UNUSABLE
     if args.list:
-        return _print_list(found)
+        return _print_list(found, Path(args.path).resolve())
     return _run_each(args, found, run)
 
 
-def operator_of_test_folder(path: str | Path) -> tuple[Path, discover.FoundOperator] | None:
+def operators_of_test_folder(path: str | Path) -> tuple[Path, list[discover.FoundOperator]] | None:
     """A checkout's test folder given as the path (`crosscheck run tests/ops/deepseek/ScaleAdd`): its checkout
     (the nearest ancestor holding `src/` and looking like a project: `tests/`, `pyproject.toml`, `setup.py` or
-    `.git`, so never /usr for its /usr/src) and the operator `--op` would find there, or None for any other
-    path. A folder holding its own *_impl.py is a package of its own, as before."""
+    `.git`, so never /usr for its /usr/src) and the operators `--op` would find there (a model folder's tests
+    are one each: docs/realops.md §5), or None for any other path. A folder holding its own *_impl.py is a
+    package of its own, as before."""
     folder = Path(path).resolve()
     if not folder.is_dir() or any(folder.glob("*_impl.py")):
         return None
@@ -43,21 +44,26 @@ def operator_of_test_folder(path: str | Path) -> tuple[Path, discover.FoundOpera
     except SubmissionError:
         return None
     rel = folder.relative_to(root).as_posix()
-    return next(((root, op) for op in found if op.folder == rel), None)
+    ops = [op for op in found if op.folder == rel]
+    return (root, ops) if ops else None
 
 
-def _print_list(found: list[discover.FoundOperator]) -> int:
-    """Each operator, its route, how many cases and where (docs/realops.md §1)."""
-    print(f"{'operator':<24} {'route':<8} {'cases':>5}  folder")
-    asked = False
+def _print_list(found: list[discover.FoundOperator], root: Path) -> int:
+    """Each operator, its route, how many cases and the file (or package folder) it comes from (docs/realops.md §1, §5)."""
+    print(f"{'operator':<24} {'route':<8} {'cases':>5}  from")
+    asked = collected = False
     for op in found:
         where = op.entry or op.folder
         count = str(len(op.cases)) if op.cases or op.route != "script" else "?"
+        if op.route == "module" and op.entry and testmodule.parametrized(root / op.entry):
+            count, collected = f"{count}+", True
         asked = asked or count == "?"
         print(f"{op.name:<24} {op.route:<8} {count:>5}  {where}" + (f"  ({op.problem})" if op.problem else ""))
     print(f"{len(found)} operator(s), {sum(op.route != 'none' for op in found)} runnable")
     if asked:
         print("?: the run asks the script itself (`--list`), else runs it whole")
+    if collected:
+        print("+: test functions with parametrize marks; the run collects each item pytest finds (a case each)")
     return exit_codes.OK if found else exit_codes.UNUSABLE
 
 

@@ -134,10 +134,10 @@ def _operators(root: Path, folder: Path, kernels: dict[str, Path], index: import
         return [_plain_package(root, folder, rel)]
     name = _op_name(folder)
     tests = _test_files(folder)
-    if len(tests) == 1 and ((folder / CASE_FILE).is_file() or key(folder.name) in kernels):
-        return [_test_file_operator(root, folder, rel, name, tests[0], index)]  # its name as before (reuse keys)
+    if len(tests) == 1 and (name != folder.name or key(folder.name) in kernels):
+        return [_test_file_operator(root, folder, rel, name, tests[0], index)]  # its own name, as before
     if tests:  # a model folder's tests: each named after what it tests (docs/realops.md §5)
-        own = next((t for t in tests if key(_tested(t)) == key(folder.name)), None)
+        own = next((t for t in tests if key(_tested(t)) in (key(folder.name), key(name))), None)
         return [_test_file_operator(root, folder, rel, name if t == own else _tested(t), t, index) for t in tests]
     impl = kernels.get(key(folder.name))
     if impl is None:

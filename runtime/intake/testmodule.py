@@ -134,6 +134,18 @@ def item_case(nodeid: str) -> str:
     return nodeid.split("::", 1)[1] if "::" in nodeid else nodeid
 
 
+def parametrized(path: Path) -> bool:
+    """Whether a top-level `test_*` function carries a `parametrize` mark: its items are known only to pytest."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError, OSError):
+        return False
+    return any(isinstance(d.func if isinstance(d, ast.Call) else d, ast.Attribute)
+               and (d.func if isinstance(d, ast.Call) else d).attr == "parametrize"  # type: ignore[union-attr]
+               for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")
+               for d in n.decorator_list)
+
+
 def is_module(path: Path) -> bool:
     """A test module (top-level `test_*` functions, no `--list`): pytest runs it; anything else is a script."""
     return not answers_list(path) and bool(test_functions(path))

@@ -137,7 +137,7 @@ def test_a_module_with_folder_fixtures_runs_each_pytest_item_as_its_own_case(war
     it was `not_run` "needs an argument 'npu_device'", exit 2 (issue 32)."""
     root = gym_checkout(tmp_path / "gym")
     [op] = discover.discover(root)
-    assert (op.name, op.route, op.entry) == ("toy_model", "module", "tests/ops/toy_model/test_scale.py")
+    assert (op.name, op.route, op.entry) == ("scale", "module", "tests/ops/toy_model/test_scale.py")
     assert {"conftest.py", "pyproject.toml", "tests/ops/toy_model/conftest.py"} <= set(op.files)
     sub = submission.load_operator(root, op)
     report = run_submission(root, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w"), warm=warm_sim,
@@ -253,14 +253,19 @@ def test_every_test_file_under_tests_ops_is_an_operator_named_after_what_it_test
     other.mkdir()
     (other / "test_attn_softmax.py").write_text(SCRIPT.replace("{op}", "attn_softmax"))
     found = {op.name: op for op in discover.discover(root)}
-    assert sorted(found) == ["Axpy", "big_model.attn_softmax", "decode_attn", "small_model.attn_softmax",
-                             "toy_model"], sorted(found)
+    # Axpy's folder is named like its kernel: its name as before; toy_model's one test: named after what it tests.
+    assert sorted(found) == ["Axpy", "big_model.attn_softmax", "decode_attn", "scale", "small_model.attn_softmax"], \
+        sorted(found)
     assert found["big_model.attn_softmax"].cases == ["s1", "s128"] and found["decode_attn"].cases == ["d64"]
     assert found["decode_attn"].entry == "tests/ops/big_model/test_decode_attn.py"
     assert all(op.route != "none" for op in found.values()), [(op.name, op.problem) for op in found.values()]
     # `--op` finds the operators of a model folder by its name, and one by what it tests.
     assert [op.name for op in discover.discover(root, ["big_model"])] == ["big_model.attn_softmax", "decode_attn"]
     assert len(discover.discover(root, ["attn_softmax"])) == 2
+    from runtime.cli.cli_checkout import operators_of_test_folder
+
+    assert [op.name for op in operators_of_test_folder(model)[1]] == ["big_model.attn_softmax", "decode_attn"]
     assert cli_main(["run", str(root), "--list"]) == 0
     listed = capsys.readouterr().out
     assert "tests/ops/big_model/test_decode_attn.py" in listed and "tests/ops/small_model/test_attn_softmax.py" in listed
+    assert "scale                    module      4+  tests/ops/toy_model/test_scale.py" in listed

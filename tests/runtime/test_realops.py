@@ -403,10 +403,10 @@ def test_a_case_only_graph_verify_cannot_afford_keeps_its_plain_sim_verdict(warm
 
 
 def test_a_gym_test_folder_given_as_the_path_is_its_checkouts_operator(tmp_path):
-    from runtime.cli.cli_checkout import operator_of_test_folder
+    from runtime.cli.cli_checkout import operators_of_test_folder as operator_of_test_folder
 
     for folder, route in (("Axpy", "script"), ("TileSigmoid", "package"), ("RowSquareMean", "module")):
-        root, op = operator_of_test_folder(GYM / "tests" / "ops" / "vector" / folder)
+        root, [op] = operator_of_test_folder(GYM / "tests" / "ops" / "vector" / folder)
         assert root == GYM.resolve() and op.route == route and op.folder == f"tests/ops/vector/{folder}", folder
     assert operator_of_test_folder(EXAMPLES / "softmax") is None  # a package of its own
     assert operator_of_test_folder(GYM / "tests") is None  # no operator's folder

@@ -7,7 +7,8 @@ Public API (runtime.intake.submission.load_operator turns an operator into a sub
 
 Two layouts: a plain package (a folder with test_cases.json beside an *_impl.py), and the gym's pair
 of a test folder `tests/ops/**/<Op>/` and a kernel folder `src/**/<op>/` holding *_impl.py, matched by
-name ignoring case and `_`. An operator that cannot run keeps its place with route "none" and a
+name ignoring case and `_`. Every test file under `tests/ops/` is an operator of its own, a model folder's
+named after what it tests. An operator that cannot run keeps its place with route "none" and a
 `problem`, so callers report it instead of skipping it silently.
 """
 from __future__ import annotations

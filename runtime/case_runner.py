@@ -249,10 +249,10 @@ class CaseRunner:
 
     def _skipped(self, spec: SkippedFunction) -> CaseResult:
         why = f" ({spec.reason})" if spec.reason else ""
+        reason = f"{spec.reason}: not run, as pytest would not" if spec.reason == testmodule.LEFT_OUT else \
+            f"marked skip by the test{why}: not run, as pytest would not; run it with --case {spec.name}"
         return CaseResult(operator=self.sub.name, case=spec.name, structural="not_run", stage=verdicts.SKIPPED_STAGE,
-                          verdict=verdicts.NOT_RUN, stages=list(self.shared_stages),
-                          verdict_reason=f"marked skip by the test{why}: not run, as pytest would not; "
-                                         f"run it with --case {spec.name}")
+                          verdict=verdicts.NOT_RUN, stages=list(self.shared_stages), verdict_reason=reason)
 
     def _run_jobs(self, specs: list[Any], on_case: CaseCallback | None) -> tuple[list[CaseResult], bool]:
         assert self.warm is not None

@@ -144,13 +144,16 @@ def test_a_module_with_folder_fixtures_runs_each_pytest_item_as_its_own_case(war
                             loaded=sub)
     assert report.submission.cases_from == "pytest items"
     got = {c.case: c for c in report.cases}
-    assert list(got) == ["test_scale[double]", "test_scale[half_wrong]", "test_scale_fp8", "test_replay"]
+    assert list(got) == ["test_scale[double]", "test_scale[half_wrong]", "test_scale_fp8", "test_replay",
+                         "test_other_chip"]
     double, wrong = got["test_scale[double]"], got["test_scale[half_wrong]"]
     assert double.verdict == "sim_garbage_graph_ok", (double.verdict_reason, double.error)
     assert wrong.verdict == "graph_fail" and wrong.kernel_launches == 1, (wrong.verdict_reason, wrong.error)
     skipped = got["test_scale_fp8"]
     assert (skipped.verdict, skipped.stage, skipped.launches) == ("not_run", "skipped", [])
     assert "fp8 not yet" in skipped.verdict_reason
+    left_out = got["test_other_chip"]  # the root conftest's SoC filter: said, not dropped
+    assert (left_out.verdict, left_out.stage) == ("not_run", "skipped") and "conftest" in left_out.verdict_reason
     replay = got["test_replay"]
     assert (replay.verdict, replay.stage) == ("not_run", "environment"), (replay.verdict_reason, replay.error)
     assert "'captured_graph'" in replay.verdict_reason and "conftest.py" in replay.verdict_reason

@@ -327,8 +327,9 @@ def test_a_modules_cases_are_its_collected_items_or_its_functions_when_collectio
 
     items = [{"event": "pytest_items", "items": [{"id": "test_a[x]", "skip": None}, {"id": "test_a[y]", "skip": "no y"},
                                                  {"id": "test_b", "skip": None}]}]
-    assert testmodule.cases_of(items, ["test_a", "test_b"], [], {}) == [
-        TestFunction("test_a[x]"), SkippedFunction("test_a[y]", "no y"), TestFunction("test_b")]
+    assert testmodule.cases_of(items, ["test_a", "test_b", "test_c"], [], {}) == [
+        TestFunction("test_a[x]"), SkippedFunction("test_a[y]", "no y"), TestFunction("test_b"),
+        SkippedFunction("test_c", testmodule.LEFT_OUT)]  # deselected by a conftest hook: said, never dropped
     # --case names an item, or a function for all its items; asked for, a skipped item runs.
     assert testmodule.cases_of(items, ["test_a", "test_b"], ["test_a"], {}) == [TestFunction("test_a[x]"),
                                                                                 TestFunction("test_a[y]")]

@@ -249,7 +249,7 @@ class CaseRunner:
 
     def _skipped(self, spec: SkippedFunction) -> CaseResult:
         why = f" ({spec.reason})" if spec.reason else ""
-        reason = f"{spec.reason}: not run, as pytest would not" if spec.reason == testmodule.LEFT_OUT else \
+        reason = f"{spec.reason}: not run, as pytest would not" if spec.reason.startswith("pytest ") else \
             f"marked skip by the test{why}: not run, as pytest would not; run it with --case {spec.name}"
         return CaseResult(operator=self.sub.name, case=spec.name, structural="not_run", stage=verdicts.SKIPPED_STAGE,
                           verdict=verdicts.NOT_RUN, stages=list(self.shared_stages), verdict_reason=reason)

@@ -187,7 +187,8 @@ def cases_of(events: list[dict[str, Any]], functions: list[str], asked: list[str
         listed = [{"id": f, "skip": marks.get(f)} for f in functions]
     items = [(str(i.get("id")), i.get("skip")) for i in listed if isinstance(i, dict) and i.get("id")]
     covered = {i.split("[", 1)[0] for i, _ in items}
-    items += [(f, LEFT_OUT) for f in functions if f not in covered]  # said, never dropped silently
+    left_out = (event or {}).get("left_out") or LEFT_OUT  # a module pytest skipped whole says why
+    items += [(f, left_out) for f in functions if f not in covered]  # said, never dropped silently
     if asked:
         chosen = [TestFunction(i) for i, _ in items if i in asked or i.split("[", 1)[0] in asked]
         return chosen or [TestFunction(a) for a in asked]

@@ -78,6 +78,7 @@ class _Watch:
         self.outcome: dict[str, Any] = {}  # phase -> (outcome, exception or None)
         self.fixture: tuple[str, str, BaseException] | None = None  # the first fixture that raised
         self.stopped: str = ""
+        self.skipped: str = ""  # why pytest skipped the whole module, when it did
 
     @pytest.hookimpl(wrapper=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> Iterator[None]:
@@ -99,6 +100,8 @@ class _Watch:
         call = getattr(report, "call", None)
         if report.failed and call is not None and call.excinfo is not None:
             self.errors.append(call.excinfo.value)
+        if report.skipped:  # `pytest.skip(..., allow_module_level=True)`, `importorskip`
+            self.skipped = f"pytest skipped the module: {_reason(report)}"
 
     @pytest.hookimpl(wrapper=True)
     def pytest_fixture_setup(self, fixturedef: Any, request: Any) -> Iterator[Any]:
@@ -169,7 +172,8 @@ def collect(script: Path, root: Path, events: Events) -> None:
         why = f"{type(failed).__name__}: {failed}" if failed else watch.stopped or f"pytest exit {code}"
         events.emit("pytest_items", items=None, error=why[:2000])
         return
-    events.emit("pytest_items", items=[{"id": item_case(i.nodeid), "skip": _skip_reason(i)} for i in watch.items])
+    events.emit("pytest_items", items=[{"id": item_case(i.nodeid), "skip": _skip_reason(i)} for i in watch.items],
+                left_out=watch.skipped or None)
 
 
 def _skip_reason(item: pytest.Item) -> str | None:
@@ -189,6 +193,8 @@ def run_item(script: Path, root: Path, wanted: str, force: bool = False) -> None
         raise watch.errors[0]
     if watch.stopped:
         raise PytestStopped(f"the checkout's conftest stopped pytest before {wanted} ran: {watch.stopped}")
+    if not watch.found and watch.skipped:
+        raise ItemSkipped(watch.skipped)
     if not watch.found:
         raise CannotCall(f"pytest collected no item {wanted!r} from {script.name} (the checkout's conftest hooks "
                          "may filter it out)")

@@ -272,3 +272,11 @@ def test_every_test_file_under_tests_ops_is_an_operator_named_after_what_it_test
     listed = capsys.readouterr().out
     assert "tests/ops/big_model/test_decode_attn.py" in listed and "tests/ops/small_model/test_attn_softmax.py" in listed
     assert "scale                    module      4+  tests/ops/toy_model/test_scale.py" in listed
+
+
+def test_a_module_pytest_skips_whole_is_reported_with_pytests_reason(warm_sim, tmp_path):
+    path = tmp_path / "test_needs_extra.py"
+    path.write_text("import pytest\n\npytest.importorskip('no_such_package_here')\n\n\ndef test_a():\n    pass\n")
+    report = run_submission(path, RunOptions(work_dir=tmp_path / "w", graph_verify=False), warm=warm_sim)
+    assert [(c.case, c.verdict, c.stage) for c in report.cases] == [("test_a", "not_run", "skipped")]
+    assert "no_such_package_here" in report.cases[0].verdict_reason

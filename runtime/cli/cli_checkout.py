@@ -49,7 +49,8 @@ def operators_of_test_folder(path: str | Path) -> tuple[Path, list[discover.Foun
 
 
 def _print_list(found: list[discover.FoundOperator], root: Path) -> int:
-    """Each operator, its route, how many cases and the file (or package folder) it comes from (docs/realops.md §1, §5)."""
+    """Each operator, its route, how many cases and the file (or package folder) it comes from (docs/realops.md
+    §1, §5)."""
     print(f"{'operator':<24} {'route':<8} {'cases':>5}  from")
     asked = collected = False
     for op in found:

@@ -174,7 +174,8 @@ def _run_and_print(args: argparse.Namespace, options: Any, loaded: Any, reports:
 
     try:
         def progress(case, done, total):  # type: ignore[no-untyped-def]
-            err.print(f"[{done}/{total}] {case.case}: {case.verdict} ({case.duration_s:.2f} s)")
+            # A pytest item's id holds brackets (`test_x[a-1]`): text, not rich markup.
+            err.print(f"[{done}/{total}] {case.case}: {case.verdict} ({case.duration_s:.2f} s)", markup=False)
 
         _build_calculator_once(options, err)
         warm = warm or _daemon(args, options)

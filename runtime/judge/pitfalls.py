@@ -1,0 +1,99 @@
+"""The SIM debugging guide's pitfalls that a case's lint findings place and explain (docs/pypto.md §9).
+
+pypto 0.2.0 names no usable line for some of them, and SIM accepts others that the NPU, or the script's own
+run, does not. The lint saw each in the source; here each becomes part of the case it concerns:
+- a pypto.view whose shape, offsets and valid_shape differ in length: the view diagnosis moves to the view's
+  own line and says which lists differ (0.2.0 raises a later `SetOpAttribute` error at the wrapper's call);
+- vec tiles that do not divide the dims they tile: a warning diagnosis, also on an acceptable SIM case;
+- run_mode bound at import with --run_mode parsed later, or pinned to the NPU: crosscheck forces every launch
+  into the job's mode (runtime/evidence/instrument.py), so the verdict judges the kernel; the case says what
+  the script's own run does instead.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from runtime.judge.diagnose import NOISE_PREFIX
+from runtime.report import CaseResult, Diagnosis, LintFinding
+
+VIEW_RULES = ("view-valid-shape-rank", "view-offsets-rank")  # the text rules a view's lengths trigger
+VIEW_FINDING = "view-rank-mismatch"
+TILES_FINDING = "vec-tiles-not-dividing"
+LATE_RUN_MODE = "argv-run-mode-in-main"
+PINNED_NPU = "run-mode-pinned-npu"
+RUN_MODE_AT_IMPORT = "script-run-mode-at-import"  # the case diagnosis of both run-mode findings
+
+
+def annotate(case: CaseResult, findings: list[LintFinding], mode: str) -> CaseResult:
+    """The case with the diagnoses its submission's pitfall findings imply (idempotent)."""
+    by_rule: dict[str, list[LintFinding]] = {}
+    for finding in findings:
+        by_rule.setdefault(finding.rule, []).append(finding)
+    if by_rule.get(VIEW_FINDING):
+        case.diagnosis = [_at_view(d, by_rule[VIEW_FINDING]) if d.rule in VIEW_RULES else d for d in case.diagnosis]
+    tiles = by_rule.get(TILES_FINDING)
+    if tiles and (mode == "sim" or case.verdict != "pass"):
+        _add(case, _tiles(tiles[0], case.stage))
+    run_mode = (by_rule.get(LATE_RUN_MODE) or []) + (by_rule.get(PINNED_NPU) or [])
+    if run_mode and case.script is not None and mode == "sim":
+        diagnosis = _own_sim_run(run_mode[0], case.stage)
+        if _add(case, diagnosis):
+            case.verdict_reason = (f"{case.verdict_reason}; but " if case.verdict_reason else "") + \
+                f"the script's own run differs: {diagnosis.evidence}"
+    return case
+
+
+def _at_view(diagnosis: Diagnosis, views: list[LintFinding]) -> Diagnosis:
+    first = views[0]
+    more = f" ({len(views) - 1} more such view(s) in the submission)" if len(views) > 1 else ""
+    return dataclasses.replace(
+        diagnosis, file=first.file, line=first.line, evidence=f"{first.file}:{first.line}: {first.source}",
+        cause=f"The pypto.view at {first.file}:{first.line} gets lists of different lengths ({first.subject}){more}. "
+              "pypto 0.2.0 names neither the view nor its line: it reports the lengths it compared "
+              f"({diagnosis.evidence}) and may raise a later, unrelated-looking error at the kernel's call.",
+        fix="Give that pypto.view one entry per dimension of the view in shape, offsets and valid_shape (pad with 1 "
+            "and reshape afterwards when you need fewer dims).")
+
+
+def _tiles(finding: LintFinding, stage: str) -> Diagnosis:
+    return Diagnosis(
+        rule=TILES_FINDING, sim_only=False, stage=stage, origin="lint", file=finding.file, line=finding.line,
+        evidence=f"{finding.file}:{finding.line}: {finding.source}",
+        cause=f"The vec tiles set at {finding.file}:{finding.line} do not divide the dims they tile "
+              f"({finding.subject}). SIM accepts it, so this case can be acceptable here, but the NPU launch fails "
+              "('launch aicpu failed: 107003').",
+        fix="Choose vec tiles that divide each dim they tile (no larger than the dim, e.g. 1 for B=1 and 4 for "
+            "H=4), or cut the tensor with pypto.view and give the last tile its valid_shape.")
+
+
+def _own_sim_run(finding: LintFinding, stage: str) -> Diagnosis:
+    where = f"{finding.file}:{finding.line}"
+    if finding.rule == PINNED_NPU:
+        how = "pins run_mode to pypto.RunMode.NPU"
+        result = "`--run_mode sim` runs the kernel in NPU mode and fails with 'Not npu device' on a CPU host"
+    else:
+        bound = finding.subject or "its run_mode variable"
+        how = f"reads run_mode at import ({bound}) while main() parses --run_mode only afterwards"
+        if bound.endswith("RunMode.NPU"):
+            result = "`--run_mode sim` still runs the kernel in NPU mode and fails with 'Not npu device' on a CPU host"
+        elif bound.endswith("RunMode.SIM"):
+            result = "`--run_mode npu` still runs the kernel in SIM, which compares nothing it computed"
+        else:
+            result = "--run_mode never reaches the kernel: it keeps the mode it had at import"
+    return Diagnosis(
+        rule=RUN_MODE_AT_IMPORT, sim_only=False, stage=stage, origin="lint", file=finding.file, line=finding.line,
+        evidence=f"{result} (the jit decorator at {where} {how})",
+        cause=f"The jit decorator at {where} {how}, so in the script's own run {result}. crosscheck forces every "
+              "launch into the job's mode, so this case's verdict judges the kernel, not what "
+              "`python <script> --run_mode sim` does.",
+        fix="Decide the run mode before decorating: peek --run_mode in sys.argv at module level "
+            "(_peek_run_mode_from_argv) and build runtime_options from it, or leave run_mode out.")
+
+
+def _add(case: CaseResult, diagnosis: Diagnosis) -> bool:
+    """Put `diagnosis` after the case's own (before noise); False when the case already has it."""
+    if any(d.rule == diagnosis.rule for d in case.diagnosis):
+        return False
+    own = [d for d in case.diagnosis if not d.rule.startswith(NOISE_PREFIX)]
+    case.diagnosis = own + [diagnosis] + [d for d in case.diagnosis if d.rule.startswith(NOISE_PREFIX)]
+    return True

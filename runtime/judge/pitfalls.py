@@ -4,7 +4,8 @@ pypto 0.2.0 names no usable line for some of them, and SIM accepts others that t
 run, does not. The lint saw each in the source; here each becomes part of the case it concerns:
 - a pypto.view whose shape, offsets and valid_shape differ in length: the view diagnosis moves to the view's
   own line and says which lists differ (0.2.0 raises a later `SetOpAttribute` error at the wrapper's call);
-- vec tiles that do not divide the dims they tile: a warning diagnosis, also on an acceptable SIM case;
+- vec tiles that do not divide the dims they tile, seen by the lint in the annotations or here in the shapes a
+  launch got: a warning diagnosis, also on an acceptable SIM case;
 - run_mode bound at import with --run_mode parsed later, or pinned to the NPU: crosscheck forces every launch
   into the job's mode (runtime/evidence/instrument.py), so the verdict judges the kernel; the case says what
   the script's own run does instead.
@@ -14,6 +15,8 @@ from __future__ import annotations
 import dataclasses
 
 from runtime.judge.diagnose import NOISE_PREFIX
+from runtime.lint import TilePlan
+from runtime.lint.tiles import describe, not_dividing
 from runtime.report import CaseResult, Diagnosis, LintFinding
 
 VIEW_RULES = ("view-valid-shape-rank", "view-offsets-rank")  # the text rules a view's lengths trigger
@@ -22,18 +25,26 @@ TILES_FINDING = "vec-tiles-not-dividing"
 LATE_RUN_MODE = "argv-run-mode-in-main"
 PINNED_NPU = "run-mode-pinned-npu"
 RUN_MODE_AT_IMPORT = "script-run-mode-at-import"  # the case diagnosis of both run-mode findings
+TILES_FIX = ("Choose vec tiles that divide each dim they tile (no larger than the dim, e.g. 1 for B=1 and 4 for H=4), "
+             "or cut the tensor with pypto.view and give the last tile its valid_shape.")
 
 
-def annotate(case: CaseResult, findings: list[LintFinding], mode: str) -> CaseResult:
-    """The case with the diagnoses its submission's pitfall findings imply (idempotent)."""
+def annotate(case: CaseResult, findings: list[LintFinding], mode: str,
+             plans: dict[str, list[TilePlan]] | None = None) -> CaseResult:
+    """The case with the diagnoses its submission's pitfall findings imply (idempotent).
+
+    `plans` are the kernels' constant vec tiles (runtime.lint.vec_tile_plans), checked against the shapes
+    the case's launches got."""
     by_rule: dict[str, list[LintFinding]] = {}
     for finding in findings:
         by_rule.setdefault(finding.rule, []).append(finding)
     if by_rule.get(VIEW_FINDING):
         case.diagnosis = [_at_view(d, by_rule[VIEW_FINDING]) if d.rule in VIEW_RULES else d for d in case.diagnosis]
     tiles = by_rule.get(TILES_FINDING)
-    if tiles and (mode == "sim" or case.verdict != "pass"):
-        _add(case, _tiles(tiles[0], case.stage))
+    if mode == "sim" or case.verdict != "pass":
+        warning = _tiles(tiles[0], case.stage) if tiles else _launched_tiles(case, plans or {})
+        if warning is not None:
+            _add(case, warning)
     run_mode = (by_rule.get(LATE_RUN_MODE) or []) + (by_rule.get(PINNED_NPU) or [])
     if run_mode and case.script is not None and mode == "sim":
         diagnosis = _own_sim_run(run_mode[0], case.stage)
@@ -62,8 +73,27 @@ def _tiles(finding: LintFinding, stage: str) -> Diagnosis:
         cause=f"The vec tiles set at {finding.file}:{finding.line} do not divide the dims they tile "
               f"({finding.subject}). SIM accepts it, so this case can be acceptable here, but the NPU launch fails "
               "('launch aicpu failed: 107003').",
-        fix="Choose vec tiles that divide each dim they tile (no larger than the dim, e.g. 1 for B=1 and 4 for "
-            "H=4), or cut the tensor with pypto.view and give the last tile its valid_shape.")
+        fix=TILES_FIX)
+
+
+def _launched_tiles(case: CaseResult, plans: dict[str, list[TilePlan]]) -> Diagnosis | None:
+    """The first launch argument whose shape the kernel's constant tiles do not divide."""
+    for launch in case.launches:
+        for plan in plans.get(launch.kernel, []):
+            for index, shape in enumerate(launch.arg_shapes):
+                bad = not_dividing(list(shape), plan.tiles)
+                if bad:
+                    where = f"{plan.file}:{plan.line}"
+                    return Diagnosis(
+                        rule=TILES_FINDING, sim_only=False, stage=case.stage, origin="launch", file=plan.file,
+                        line=plan.line, evidence=f"{launch.kernel} argument {index}: shape {list(shape)}, vec tiles "
+                                                 f"{list(plan.tiles)}",
+                        cause=f"The vec tiles {list(plan.tiles)} set at {where} do not divide the dims they tile in "
+                              f"this case: tensor argument {index} of '{launch.kernel}' has shape {list(shape)} "
+                              f"({describe(bad)}). SIM accepts it, so this case can be acceptable here, but the NPU "
+                              "launch fails ('launch aicpu failed: 107003').",
+                        fix=TILES_FIX)
+    return None
 
 
 def _own_sim_run(finding: LintFinding, stage: str) -> Diagnosis:

@@ -6,6 +6,7 @@ import ast
 from runtime.lint.module import Kernel, Module, own_nodes, params
 from runtime.lint.rules import Findings
 from runtime.lint.shapes import STATIC, is_tensor_annotation
+from runtime.lint.tiles import check_tiles
 from runtime.lint.values import TENSOR
 from runtime.lint.walker import (
     CUBE_TILES,
@@ -35,7 +36,7 @@ def check_kernels(m: Module, f: Findings) -> None:
         walker = Walker(m, f, kernel.fn, known={p: TENSOR for p in used}, specs={p: STATIC for p in used})
         events = walker.run() + _decorator_stitch(m, kernel)
         _vec_tiles(m, f, kernel, events)
-        _tiles_divide(m, f, kernel)
+        check_tiles(m, f, kernel)
         _cube_tiles(m, f, kernel, events)
         _stitch(f, kernel, events)
         _rebound_outputs(m, f, kernel)
@@ -133,48 +134,6 @@ def _vec_tiles(m: Module, f: Findings, kernel: Kernel, events: list[Event]) -> N
             f.add("ops-before-vec-tiles", early[0].line,
                   f"Kernel '{name}' runs {early[0].what} here, before pypto.set_vec_tile_shapes (line {tiles.line}), "
                   "so pypto fails with F21004 'tile shape not set'; move set_vec_tile_shapes above the first op.")
-
-
-def _tiles_divide(m: Module, f: Findings, kernel: Kernel) -> None:
-    """Constant vec tiles against the constant dims of the tensor parameters of their rank.
-
-    SIM accepts tiles that do not divide a dim; the NPU launch fails with 107003 (docs/pypto.md §9). A
-    kernel that uses valid_shape handles its tails itself, so it is left alone.
-    """
-    calls = [n for n in own_nodes(kernel.fn.body) if isinstance(n, ast.Call) and m.pypto_name(n.func) == "set_vec_tile_shapes"]
-    if not calls or any(isinstance(n, ast.keyword) and n.arg == "valid_shape" for n in own_nodes(kernel.fn.body)):
-        return
-    shapes = {p.arg: _constant_dims(m, p.annotation) for p in params(kernel.fn) if is_tensor_annotation(m, p.annotation)}
-    for call in calls:
-        args = call.args[0].elts if len(call.args) == 1 and isinstance(call.args[0], ast.List | ast.Tuple) else call.args
-        tiles = [_int(m, a) for a in args]
-        if not tiles or any(t is None or t <= 0 for t in tiles):
-            continue
-        bad = sorted({(i, d, t) for shape in shapes.values() if len(shape) == len(tiles)
-                      for i, (d, t) in enumerate(zip(shape, tiles)) if d is not None and d % t})
-        if not bad:
-            continue
-        told = ", ".join(f"tile {t} on dim {i} of size {d}" for i, d, t in bad)
-        f.add("vec-tiles-not-dividing", call.lineno,
-              f"Kernel '{kernel.fn.name}' sets vec tiles {tiles} that do not divide the dims they tile "
-              f"({told}): SIM accepts it, the NPU launch fails ('launch aicpu failed: 107003'). Choose tiles that "
-              "divide each dim (at most the dim), or handle the tail with pypto.view(..., valid_shape=...).",
-              subject=told)
-
-
-def _constant_dims(m: Module, ann: ast.expr | None) -> list[int | None]:
-    """The dims a pypto.Tensor([...], ...) annotation fixes (None: DYNAMIC or unknown); [] when it gives no list."""
-    shape = ann.args[0] if isinstance(ann, ast.Call) and ann.args else None
-    if isinstance(shape, ast.Name):
-        shape = m.constants.get(shape.id, shape)
-    return [_int(m, d) for d in shape.elts] if isinstance(shape, ast.List | ast.Tuple) else []
-
-
-def _int(m: Module, node: ast.expr) -> int | None:
-    if isinstance(node, ast.Name):
-        node = m.constants.get(node.id, node)
-    value = node.value if isinstance(node, ast.Constant) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _cube_tiles(m: Module, f: Findings, kernel: Kernel, events: list[Event]) -> None:

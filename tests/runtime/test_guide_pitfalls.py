@@ -17,8 +17,8 @@ from runtime import verdicts
 from runtime.judge import pitfalls
 from runtime.judge.diagnose import diagnose, load_rules
 from runtime.judge.skew import detect
-from runtime.lint import VERSION_SKEW_RULES, lint_source
-from runtime.report import CaseResult, Diagnosis, ErrorInfo, LintFinding
+from runtime.lint import VERSION_SKEW_RULES, TilePlan, lint_source, vec_tile_plans
+from runtime.report import CaseResult, Diagnosis, ErrorInfo, Launch, LintFinding
 from runtime.runner import RunOptions, run_submission
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -151,6 +151,32 @@ def test_tiles_that_do_not_divide_warn_on_an_acceptable_sim_case():
     assert pitfalls.annotate(npu_pass, [tiles], "npu").diagnosis == []  # the NPU ran it: nothing to warn of
 
 
+def test_tiles_that_do_not_divide_a_launchs_shapes_warn_when_the_source_cannot_tell():
+    plans = {"k": [TilePlan("op_impl.py", 6, (8, 8, 8, 8))]}
+    launch = Launch(kernel="k", output_written=[False, False], arg_shapes=[[1, 16, 4, 32], [1, 16, 4, 32]])
+    case = CaseResult(operator="op", case="bthk", verdict=verdicts.SIM_GARBAGE_GRAPH_OK, launches=[launch])
+    [d] = pitfalls.annotate(case, [], "sim", plans).diagnosis
+    assert d.rule == "vec-tiles-not-dividing" and (d.file, d.line, d.origin) == ("op_impl.py", 6, "launch")
+    assert "shape [1, 16, 4, 32] (tile 8 on dim 0 of size 1, tile 8 on dim 2 of size 4)" in d.cause
+    fits = Launch(kernel="k", output_written=[False, False], arg_shapes=[[8, 16, 8, 32], [8, 16, 8, 32]])
+    dividing = CaseResult(operator="op", case="ok", verdict=verdicts.SIM_GARBAGE_GRAPH_OK, launches=[fits])
+    assert pitfalls.annotate(dividing, [], "sim", plans).diagnosis == []
+    other = CaseResult(operator="op", case="ok", verdict=verdicts.SIM_GARBAGE_GRAPH_OK,
+                       launches=[Launch(kernel="other", output_written=[False], arg_shapes=[[1, 16, 4, 32]])])
+    assert pitfalls.annotate(other, [], "sim", plans).diagnosis == []  # another kernel's tiles
+
+
+def test_vec_tile_plans_are_the_kernels_constant_tiles(tmp_path):
+    (tmp_path / "op_impl.py").write_text(KERNEL.format(shape="[]", body="pypto.set_vec_tile_shapes(8, 16)\n"
+                                                       "    out[:] = x + 1.0"))
+    (tmp_path / "tail_impl.py").write_text(KERNEL.format(shape="[]", body=(
+        "pypto.set_vec_tile_shapes(16, 64)\n    for i in pypto.loop(3):\n"
+        "        part = pypto.view(x, [16, 64], [i * 16, 0], valid_shape=[8, 64])\n"
+        "        pypto.assemble(part + 1.0, [i * 16, 0], out)")).replace("def k(", "def tail("))
+    plans = vec_tile_plans(sorted(tmp_path.glob("*.py")), tmp_path)
+    assert plans == {"k": [TilePlan("op_impl.py", 6, (8, 16))], "tail": []}  # valid_shape: the tail is handled
+
+
 # --- run_mode bound at import, --run_mode parsed in main() -------------------------------------------------
 
 
@@ -237,6 +263,18 @@ def test_tiles_that_do_not_divide_are_acceptable_in_sim_with_a_warning(warm_sim,
     assert verdicts.acceptable(case.verdict, "sim") and case.kernel_launches == 1, (case.verdict, case.error)
     [warning] = [d for d in case.diagnosis if d.rule == "vec-tiles-not-dividing"]
     assert "tile 8 on dim 0 of size 1" in warning.cause and "tile 8 on dim 2 of size 4" in warning.cause
+
+
+@needs_pypto
+@pytest.mark.slow
+def test_tiles_that_do_not_divide_the_inputs_shapes_warn_on_that_case_only(warm_sim, tmp_path):
+    report = _run(PITFALLS / "tiles_from_input", warm_sim, tmp_path)
+    assert not [f for f in report.lint if f.rule == "vec-tiles-not-dividing"]  # the source gives no sizes
+    cases = {c.case: c for c in report.cases}
+    assert all(verdicts.acceptable(c.verdict, "sim") for c in cases.values()), [c.verdict for c in cases.values()]
+    [warning] = [d for d in cases["bthk"].diagnosis if d.rule == "vec-tiles-not-dividing"]
+    assert "tile 8 on dim 0 of size 1, tile 8 on dim 2 of size 4" in warning.cause and warning.line == 9
+    assert not [d for d in cases["dividing"].diagnosis if d.rule == "vec-tiles-not-dividing"]
 
 
 @needs_pypto

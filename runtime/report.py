@@ -45,7 +45,7 @@ class Diagnosis:
     sim_only: bool
     stage: str = ""
     evidence: str = ""  # the matched text
-    origin: str = ""  # exception | stdout | stderr | plog | exit
+    origin: str = ""  # exception | stdout | stderr | plog | exit | verdict | lint | launch
     file: str = ""  # the user's file and line, when known
     line: int = 0
     pypto_note: str = ""  # set when the rules were not checked against this host's pypto

@@ -39,7 +39,8 @@ def annotate(case: CaseResult, findings: list[LintFinding], mode: str,
     for finding in findings:
         by_rule.setdefault(finding.rule, []).append(finding)
     if by_rule.get(VIEW_FINDING):
-        case.diagnosis = [_at_view(d, by_rule[VIEW_FINDING]) if d.rule in VIEW_RULES else d for d in case.diagnosis]
+        case.diagnosis = [_at_view(d, by_rule[VIEW_FINDING]) if d.rule in VIEW_RULES and d.origin != "lint" else d
+                          for d in case.diagnosis]
     tiles = by_rule.get(TILES_FINDING)
     if mode == "sim" or case.verdict != "pass":
         warning = _tiles(tiles[0], case.stage) if tiles else _launched_tiles(case, plans or {})
@@ -58,7 +59,8 @@ def _at_view(diagnosis: Diagnosis, views: list[LintFinding]) -> Diagnosis:
     first = views[0]
     more = f" ({len(views) - 1} more such view(s) in the submission)" if len(views) > 1 else ""
     return dataclasses.replace(
-        diagnosis, file=first.file, line=first.line, evidence=f"{first.file}:{first.line}: {first.source}",
+        diagnosis, file=first.file, line=first.line, origin="lint",
+        evidence=f"{first.file}:{first.line}: {first.source}",
         cause=f"The pypto.view at {first.file}:{first.line} gets lists of different lengths ({first.subject}){more}. "
               "pypto 0.2.0 names neither the view nor its line: it reports the lengths it compared "
               f"({diagnosis.evidence}) and may raise a later, unrelated-looking error at the kernel's call.",

@@ -69,7 +69,8 @@ def vec_tile_plans(paths: list[pathlib.Path], root: pathlib.Path) -> dict[str, l
             continue
         module, file = Module(tree, {}), _relative(path, root)
         for name, kernel in module.kernels.items():
-            plans.setdefault(name, []).extend(TilePlan(file, line, tiles) for line, tiles in constant_tiles(module, kernel))
+            found = constant_tiles(module, kernel)
+            plans.setdefault(name, []).extend(TilePlan(file, line, tiles) for line, tiles in found)
     return plans
 
 

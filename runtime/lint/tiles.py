@@ -28,7 +28,7 @@ class TilePlan:
 
 
 def constant_tiles(m: Module, kernel: Kernel) -> list[tuple[int, tuple[int, ...]]]:
-    """(line, tiles) of each set_vec_tile_shapes call with positive int constants; none for a kernel using valid_shape."""
+    """(line, tiles) of each set_vec_tile_shapes given positive int constants; none if the kernel uses valid_shape."""
     nodes = list(own_nodes(kernel.fn.body))
     if any(isinstance(n, ast.keyword) and n.arg == "valid_shape" for n in nodes):
         return []
@@ -61,8 +61,9 @@ def check_tiles(m: Module, f: Findings, kernel: Kernel) -> None:
         if bad:
             f.add(RULE, line,
                   f"Kernel '{kernel.fn.name}' sets vec tiles {list(tiles)} that do not divide the dims they tile "
-                  f"({describe(bad)}): SIM accepts it, the NPU launch fails ('launch aicpu failed: 107003'). Choose "
-                  "tiles that divide each dim (at most the dim), or handle the tail with pypto.view(..., valid_shape=...).",
+                  f"({describe(bad)}): SIM accepts it, the NPU launch fails ('launch aicpu failed: 107003'). "
+                  "Choose tiles that divide each dim (at most the dim), or handle the tail with "
+                  "pypto.view(..., valid_shape=...).",
                   subject=describe(bad))
 
 

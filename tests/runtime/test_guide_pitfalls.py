@@ -107,10 +107,11 @@ def _view_case(error_line: int) -> CaseResult:
 def test_a_view_diagnosis_moves_to_the_views_own_line():
     view = LintFinding("view-rank-mismatch", "error", "op_impl.py", 12, "...",
                        "part = pypto.view(x, [1, 16, 64], [i * 16, 0])", "shape has 3, offsets has 2")
-    case = pitfalls.annotate(_view_case(18), [view], "sim")
+    case = pitfalls.annotate(pitfalls.annotate(_view_case(18), [view], "sim"), [view], "sim")  # twice: once
     [d] = case.diagnosis
     assert d.rule == "view-valid-shape-rank" and (d.file, d.line) == ("op_impl.py", 12)
     assert "op_impl.py:12" in d.cause and "shape has 3, offsets has 2" in d.cause
+    assert "Their size actually are 2 and 3" in d.cause and d.cause.count("The pypto.view at") == 1
     assert pitfalls.annotate(_view_case(18), [], "sim").diagnosis[0].line == 18  # no finding: left as it was
 
 

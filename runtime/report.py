@@ -34,7 +34,7 @@ class LintFinding:
     line: int
     message: str
     source: str = ""  # the offending line, stripped
-    subject: str = ""  # version-skew rules: the pypto name or construct the installed pypto lacks
+    subject: str = ""  # what the finding is about: the pypto name the installed pypto lacks, the option, ...
 
 
 @dataclass

@@ -5,7 +5,8 @@ run, does not. The lint saw each in the source; here each becomes part of the ca
 - a pypto.view whose shape, offsets and valid_shape differ in length: the view diagnosis moves to the view's
   own line and says which lists differ (0.2.0 raises a later `SetOpAttribute` error at the wrapper's call);
 - vec tiles that do not divide the dims they tile, seen by the lint in the annotations or here in the shapes a
-  launch got: a warning diagnosis, also on an acceptable SIM case;
+  launch got, and stitch_* options on a simple kernel: warning diagnoses, also on an acceptable SIM case (the
+  NPU launch fails with 107003);
 - run_mode bound at import with --run_mode parsed later, or pinned to the NPU: crosscheck forces every launch
   into the job's mode (runtime/evidence/instrument.py), so the verdict judges the kernel; the case says what
   the script's own run does instead.
@@ -22,6 +23,7 @@ from runtime.report import CaseResult, Diagnosis, LintFinding
 VIEW_RULES = ("view-valid-shape-rank", "view-offsets-rank")  # the text rules a view's lengths trigger
 VIEW_FINDING = "view-rank-mismatch"
 TILES_FINDING = "vec-tiles-not-dividing"
+STITCH_FINDING = "stitch-on-simple-kernel"
 LATE_RUN_MODE = "argv-run-mode-in-main"
 PINNED_NPU = "run-mode-pinned-npu"
 RUN_MODE_AT_IMPORT = "script-run-mode-at-import"  # the case diagnosis of both run-mode findings
@@ -46,6 +48,8 @@ def annotate(case: CaseResult, findings: list[LintFinding], mode: str,
         warning = _tiles(tiles[0], case.stage) if tiles else _launched_tiles(case, plans or {})
         if warning is not None:
             _add(case, warning)
+        for stitch in by_rule.get(STITCH_FINDING, [])[:1]:
+            _add(case, _stitch(stitch, case.stage))
     run_mode = (by_rule.get(LATE_RUN_MODE) or []) + (by_rule.get(PINNED_NPU) or [])
     if run_mode and case.script is not None and mode == "sim":
         diagnosis = _own_sim_run(run_mode[0], case.stage)
@@ -76,6 +80,17 @@ def _tiles(finding: LintFinding, stage: str) -> Diagnosis:
               f"({finding.subject}). SIM accepts it, so this case can be acceptable here, but the NPU launch fails "
               "('launch aicpu failed: 107003').",
         fix=TILES_FIX)
+
+
+def _stitch(finding: LintFinding, stage: str) -> Diagnosis:
+    return Diagnosis(
+        rule=STITCH_FINDING, sim_only=False, stage=stage, origin="lint", file=finding.file, line=finding.line,
+        evidence=f"{finding.file}:{finding.line}: {finding.source}",
+        cause=f"The option '{finding.subject}' at {finding.file}:{finding.line} is set on a kernel with no "
+              "pypto.loop and no matmul. SIM runs it, so this case can be acceptable here, but the NPU launch fails "
+              "('launch aicpu failed: 107003').",
+        fix="Drop the stitch_* options from kernels without pypto.loop or matmul; keep them for kernels whose "
+            "loops the runtime stitches.")
 
 
 def _launched_tiles(case: CaseResult, plans: dict[str, list[TilePlan]]) -> Diagnosis | None:

@@ -153,7 +153,8 @@ def _stitch(f: Findings, kernel: Kernel, events: list[Event]) -> None:
         return
     f.add("stitch-on-simple-kernel", stitch.line,
           f"Option '{stitch.what}' on kernel '{kernel.fn.name}', which has no pypto.loop and no matmul, makes "
-          "the NPU fail with 'launch aicpu failed: 107003'; drop the stitch_* options for simple vector kernels.")
+          "the NPU fail with 'launch aicpu failed: 107003'; drop the stitch_* options for simple vector kernels.",
+          subject=stitch.what)
 
 
 def _rebound_outputs(m: Module, f: Findings, kernel: Kernel) -> None:

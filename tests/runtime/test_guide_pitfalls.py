@@ -178,6 +178,16 @@ def test_vec_tile_plans_are_the_kernels_constant_tiles(tmp_path):
     assert plans == {"k": [TilePlan("op_impl.py", 6, (8, 16))], "tail": []}  # valid_shape: the tail is handled
 
 
+def test_stitch_options_on_a_simple_kernel_warn_on_the_case():
+    src = KERNEL.format(shape="[32, 64]", body="pypto.set_vec_tile_shapes(16, 64)\n    out[:] = x + 1.0").replace(
+        "@pypto.frontend.jit", '@pypto.frontend.jit(runtime_options={"stitch_function_max_num": 128})')
+    [found] = findings(src, "stitch-on-simple-kernel")
+    case = CaseResult(operator="op", case="c1", verdict=verdicts.SIM_OUTPUT_UNWRITTEN, stage="sim")
+    [d] = pitfalls.annotate(case, [found], "sim").diagnosis
+    assert d.rule == "stitch-on-simple-kernel" and d.line == 4 and "'stitch_function_max_num'" in d.cause
+    assert "107003" in d.cause and verdicts.acceptable(case.verdict, "sim")
+
+
 # --- run_mode bound at import, --run_mode parsed in main() -------------------------------------------------
 
 

@@ -4,6 +4,8 @@ pypto 0.2.0 names no usable line for some of them, and SIM accepts others that t
 run, does not. The lint saw each in the source; here each becomes part of the case it concerns:
 - a pypto.view whose shape, offsets and valid_shape differ in length: the view diagnosis moves to the view's
   own line and says which lists differ (0.2.0 raises a later `SetOpAttribute` error at the wrapper's call);
+  likewise "Non-tensor parameter ... must not be a torch.Tensor", raised at the call, moves to the
+  `from __future__ import annotations` or the unannotated parameter that causes it;
 - vec tiles that do not divide the dims they tile, seen by the lint in the annotations or here in the shapes a
   launch got, and stitch_* options on a simple kernel: warning diagnoses, also on an acceptable SIM case (the
   NPU launch fails with 107003);
@@ -22,6 +24,8 @@ from runtime.report import CaseResult, Diagnosis, LintFinding
 
 VIEW_RULES = ("view-valid-shape-rank", "view-offsets-rank")  # the text rules a view's lengths trigger
 VIEW_FINDING = "view-rank-mismatch"
+# A text rule raised at the kernel's call, and the lint findings that name the line causing it, best first.
+CAUSED_AT = {"tensor-param-not-annotated": ("future-annotations", "missing-tensor-annotation")}
 TILES_FINDING = "vec-tiles-not-dividing"
 STITCH_FINDING = "stitch-on-simple-kernel"
 LATE_RUN_MODE = "argv-run-mode-in-main"
@@ -43,6 +47,7 @@ def annotate(case: CaseResult, findings: list[LintFinding], mode: str,
     if by_rule.get(VIEW_FINDING):
         case.diagnosis = [_at_view(d, by_rule[VIEW_FINDING]) if d.rule in VIEW_RULES and d.origin != "lint" else d
                           for d in case.diagnosis]
+    case.diagnosis = [_at_cause(d, by_rule) for d in case.diagnosis]
     tiles = by_rule.get(TILES_FINDING)
     if mode == "sim" or case.verdict != "pass":
         warning = _tiles(tiles[0], case.stage) if tiles else _launched_tiles(case, plans or {})
@@ -70,6 +75,17 @@ def _at_view(diagnosis: Diagnosis, views: list[LintFinding]) -> Diagnosis:
               f"({diagnosis.evidence}) and may raise a later, unrelated-looking error at the kernel's call.",
         fix="Give that pypto.view one entry per dimension of the view in shape, offsets and valid_shape (pad with 1 "
             "and reshape afterwards when you need fewer dims).")
+
+
+def _at_cause(diagnosis: Diagnosis, by_rule: dict[str, list[LintFinding]]) -> Diagnosis:
+    """`diagnosis` placed at the line a lint finding names as its cause (CAUSED_AT), when there is one."""
+    causes = [f for rule in CAUSED_AT.get(diagnosis.rule, ()) for f in by_rule.get(rule, [])]
+    if not causes or diagnosis.origin == "lint":
+        return diagnosis
+    first = causes[0]
+    return dataclasses.replace(diagnosis, file=first.file, line=first.line, origin="lint",
+                               evidence=f"{first.file}:{first.line}: {first.source}",
+                               cause=f"At {first.file}:{first.line}: {first.message} {diagnosis.cause}")
 
 
 def _tiles(finding: LintFinding, stage: str) -> Diagnosis:

@@ -74,6 +74,22 @@ def test_cannot_convert_symbols_names_the_slice_and_pypto_view():
     assert "x[start:stop]" in first.cause and "valid_shape" in first.fix and "pypto.view" in first.fix
 
 
+# --- future annotations: raised at the call, caused at the import ------------------------------------------
+
+
+def test_a_non_tensor_parameter_error_is_placed_at_the_future_import():
+    body = "pypto.set_vec_tile_shapes(16, 64)\n    out[:] = x + 1.0"
+    src = "from __future__ import annotations\n\n" + KERNEL.format(shape="[32, 64]", body=body)
+    lint = lint_source(src, "op_impl.py")
+    [first] = [d for d in diagnose(stage="sim", mode="sim", exception="RuntimeError: Non-tensor parameter 'x' must "
+                                   "not be a torch.Tensor", stderr='File "/job/src/op_impl.py", line 20, in wrapper')
+               if d.rule == "tensor-param-not-annotated"]
+    case = CaseResult(operator="op", case="c1", verdict=verdicts.STRUCTURAL_ERROR, diagnosis=[first])
+    [d] = pitfalls.annotate(pitfalls.annotate(case, lint, "sim"), lint, "sim").diagnosis
+    assert (d.file, d.line) == ("op_impl.py", 1) and d.cause.startswith("At op_impl.py:1: 'from __future__ import")
+    assert d.cause.count("At op_impl.py:1") == 1
+
+
 # --- a view's shape, offsets and valid_shape lengths ------------------------------------------------------
 
 

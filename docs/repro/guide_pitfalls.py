@@ -2,8 +2,8 @@
 
 For every row it prints how the call ended (returned, or the exception raised), and in which streams the
 row's text appeared (exception, stdout, stderr). Rows marked "compile in NPU mode" decorate the kernel with
-pypto.RunMode.NPU and call the wrapper's compile() directly: a CPU host cannot launch in NPU mode ('Not npu
-device' comes before any compile), and compile() (parse, trace, passes) reads no run mode.
+pypto.RunMode.NPU and call the wrapper's compile() directly (parse and trace with the kernel's runtime options): a
+CPU host cannot launch in NPU mode ('Not npu device' comes before any compile).
 
 Usage: python docs/repro/guide_pitfalls.py [ROW ...]   (default: every row)
 """

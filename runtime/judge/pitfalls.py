@@ -19,7 +19,7 @@ import dataclasses
 
 from runtime.judge.diagnose import NOISE_PREFIX
 from runtime.lint import TilePlan
-from runtime.lint.tiles import describe, not_dividing
+from runtime.lint.tiles import describe, untiled
 from runtime.report import CaseResult, Diagnosis, LintFinding
 
 VIEW_RULES = ("view-valid-shape-rank", "view-offsets-rank")  # the text rules a view's lengths trigger
@@ -110,22 +110,22 @@ def _stitch(finding: LintFinding, stage: str) -> Diagnosis:
 
 
 def _launched_tiles(case: CaseResult, plans: dict[str, list[TilePlan]]) -> Diagnosis | None:
-    """The first launch argument whose shape the kernel's constant tiles do not divide."""
+    """The first launch argument whose shape no constant tiles of its kernel (of its rank) divide."""
     for launch in case.launches:
-        for plan in plans.get(launch.kernel, []):
-            for index, shape in enumerate(launch.arg_shapes):
-                bad = not_dividing(list(shape), plan.tiles)
-                if bad:
-                    where = f"{plan.file}:{plan.line}"
-                    return Diagnosis(
-                        rule=TILES_FINDING, sim_only=False, stage=case.stage, origin="launch", file=plan.file,
-                        line=plan.line, evidence=f"{launch.kernel} argument {index}: shape {list(shape)}, vec tiles "
-                                                 f"{list(plan.tiles)}",
-                        cause=f"The vec tiles {list(plan.tiles)} set at {where} do not divide the dims they tile in "
-                              f"this case: tensor argument {index} of '{launch.kernel}' has shape {list(shape)} "
-                              f"({describe(bad)}). SIM accepts it, so this case can be acceptable here, but the NPU "
-                              "launch fails ('launch aicpu failed: 107003').",
-                        fix=TILES_FIX)
+        kernel_plans = plans.get(launch.kernel, [])
+        for index, shape in enumerate(launch.arg_shapes):
+            found = untiled(list(shape), [(n, plan.tiles) for n, plan in enumerate(kernel_plans)])
+            if found is None:
+                continue
+            plan, bad = kernel_plans[found[0]], found[2]
+            return Diagnosis(
+                rule=TILES_FINDING, sim_only=False, stage=case.stage, origin="launch", file=plan.file, line=plan.line,
+                evidence=f"{launch.kernel} argument {index}: shape {list(shape)}, vec tiles {list(plan.tiles)}",
+                cause=f"The vec tiles {list(plan.tiles)} set at {plan.file}:{plan.line} do not divide the dims they "
+                      f"tile in this case: tensor argument {index} of '{launch.kernel}' has shape {list(shape)} "
+                      f"({describe(bad)}). SIM accepts it, so this case can be acceptable here, but the NPU launch "
+                      "fails ('launch aicpu failed: 107003').",
+                fix=TILES_FIX)
     return None
 
 

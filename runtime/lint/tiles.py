@@ -1,7 +1,8 @@
 """Vec tiles against the dims they tile: SIM accepts tiles that do not divide a dim, the NPU launch fails
 with 107003 (docs/pypto.md §9).
 
-`check_tiles` compares constant tiles with the constant dims of the kernel's tensor parameters of the same rank.
+`check_tiles` compares constant tiles with the constant dims of the kernel's tensor parameters of the same rank
+(a tensor is flagged when no tile set of its rank divides it).
 `plans` gives each kernel's constant tiles, so that the judge can compare them with the shapes a launch
 actually got (dims the source leaves DYNAMIC or unannotated). A kernel that uses valid_shape handles its
 tails itself and is left alone by both.
@@ -53,11 +54,25 @@ def describe(bad: list[tuple[int, int, int]]) -> str:
     return ", ".join(f"tile {t} on dim {i} of size {d}" for i, d, t in bad)
 
 
+def untiled(shape: list[int | None], sets: list[tuple[int, tuple[int, ...]]]) -> tuple[int, tuple[int, ...],
+                                                                                  list[tuple[int, int, int]]] | None:
+    """(line, tiles, bad dims) of the first of `sets` when none of those of the shape's rank divides it.
+
+    A kernel that sets tiles more than once may tile this tensor with any of them: one that divides it clears it."""
+    fits = [(line, tiles, not_dividing(shape, tiles)) for line, tiles in sets if len(tiles) == len(shape)]
+    return fits[0] if fits and all(bad for _, _, bad in fits) else None
+
+
 def check_tiles(m: Module, f: Findings, kernel: Kernel) -> None:
-    """A warning where constant tiles do not divide a constant dim of a tensor parameter of their rank."""
-    shapes = [_constant_dims(m, p.annotation) for p in params(kernel.fn) if is_tensor_annotation(m, p.annotation)]
-    for line, tiles in constant_tiles(m, kernel):
-        bad = sorted({b for shape in shapes for b in not_dividing(shape, tiles)})
+    """A warning where no constant tiles of its rank divide the constant dims of a tensor parameter."""
+    sets = constant_tiles(m, kernel)
+    by_line: dict[int, tuple[tuple[int, ...], set[tuple[int, int, int]]]] = {}
+    for p in params(kernel.fn):
+        found = untiled(_constant_dims(m, p.annotation), sets) if is_tensor_annotation(m, p.annotation) else None
+        if found is not None:
+            by_line.setdefault(found[0], (found[1], set()))[1].update(found[2])
+    for line, (tiles, bad_dims) in sorted(by_line.items()):
+        bad = sorted(bad_dims)
         if bad:
             f.add(RULE, line,
                   f"Kernel '{kernel.fn.name}' sets vec tiles {list(tiles)} that do not divide the dims they tile "

@@ -144,6 +144,8 @@ def test_lint_names_the_dims_a_vec_tile_does_not_divide():
 
 @pytest.mark.parametrize("shape, body", [
     ("[1, 16, 4, 32]", "pypto.set_vec_tile_shapes(1, 8, 4, 32)\n    out[:] = x + 1.0"),  # dividing
+    ("[1, 16, 4, 32]", "pypto.set_vec_tile_shapes(8, 8, 8, 8)\n    y = x + 1.0\n"  # one of two tile sets divides
+                       "    pypto.set_vec_tile_shapes(1, 16, 4, 32)\n    out[:] = y * 2.0"),
     ("[pypto.DYNAMIC, 64]", "pypto.set_vec_tile_shapes(16, 64)\n    out[:] = x + 1.0"),  # size unknown here
     ("[40, 64]", "pypto.set_vec_tile_shapes(16, 64)\n    for i in pypto.loop(3):\n"  # tail by valid_shape
                  "        part = pypto.view(x, [16, 64], [i * 16, 0], valid_shape=[pypto.min(40 - i * 16, 16), 64])\n"
@@ -178,6 +180,9 @@ def test_tiles_that_do_not_divide_a_launchs_shapes_warn_when_the_source_cannot_t
     fits = Launch(kernel="k", output_written=[False, False], arg_shapes=[[8, 16, 8, 32], [8, 16, 8, 32]])
     dividing = CaseResult(operator="op", case="ok", verdict=verdicts.SIM_GARBAGE_GRAPH_OK, launches=[fits])
     assert pitfalls.annotate(dividing, [], "sim", plans).diagnosis == []
+    two = {"k": [*plans["k"], TilePlan("op_impl.py", 9, (1, 16, 4, 32))]}  # a second tile set divides it
+    assert pitfalls.annotate(CaseResult(operator="op", case="bthk", verdict=verdicts.SIM_GARBAGE_GRAPH_OK,
+                                        launches=[launch]), [], "sim", two).diagnosis == []
     other = CaseResult(operator="op", case="ok", verdict=verdicts.SIM_GARBAGE_GRAPH_OK,
                        launches=[Launch(kernel="other", output_written=[False], arg_shapes=[[1, 16, 4, 32]])])
     assert pitfalls.annotate(other, [], "sim", plans).diagnosis == []  # another kernel's tiles

@@ -35,8 +35,8 @@ def constant_tiles(m: Module, kernel: Kernel) -> list[tuple[int, tuple[int, ...]
         return []
     found = []
     for call in (n for n in nodes if isinstance(n, ast.Call) and m.pypto_name(n.func) == "set_vec_tile_shapes"):
-        one_list = len(call.args) == 1 and isinstance(call.args[0], ast.List | ast.Tuple)
-        values = [_int(m, a) for a in (call.args[0].elts if one_list else call.args)]  # type: ignore[attr-defined]
+        first = call.args[0] if len(call.args) == 1 else None  # set_vec_tile_shapes([16, 64]) or (16, 64)
+        values = [_int(m, a) for a in (first.elts if isinstance(first, ast.List | ast.Tuple) else call.args)]
         if values and all(v is not None and v > 0 for v in values):
             found.append((call.lineno, tuple(v for v in values if v is not None)))
     return found

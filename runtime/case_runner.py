@@ -23,7 +23,8 @@ from runtime.intake.cases import CaseSpec, case_bytes
 from runtime.intake.dtypes import default_tolerance
 from runtime.fence.jobenv import JobDirs, job_environment
 from runtime.fence.jobfiles import JobFiles
-from runtime.lint import GOLDEN_FALLBACK, VERSION_SKEW_RULES
+from runtime.lint import GOLDEN_FALLBACK, VERSION_SKEW_RULES, vec_tile_plans
+from runtime.judge import pitfalls
 from runtime.judge.outcome import JobContext, build
 from runtime.judge.reruns import label_test_double, memory_of_graph_verify
 from runtime.report import CaseResult, Diagnosis, ErrorInfo, LintFinding, Stage
@@ -77,6 +78,8 @@ class CaseRunner:
         self.shared_stages = shared_stages
         self.golden_fallback = any(f.rule == GOLDEN_FALLBACK for f in findings)
         self.skew_findings = [f for f in findings if f.rule in VERSION_SKEW_RULES]
+        self.findings = findings
+        self.tile_plans = vec_tile_plans([sub.root / f for f in sub.python_files], sub.root)
         self.warm: WarmParent | None = None
         self.sandbox_info: dict[str, Any] | None = None
         self.standin_used = False  # a SIM case imported the torch_npu stand-in (runtime.devices.standin)
@@ -419,7 +422,7 @@ class CaseRunner:
         if any(isinstance(e, dict) and e.get("event") == "torch_npu" and e.get("standin") is True
                for e in report.get("events", [])):
             self.standin_used = True
-        case = build(ctx, report)
+        case = pitfalls.annotate(build(ctx, report), self.findings, ctx.mode, self.tile_plans)
         case.stages = [*self.shared_stages, *case.stages]
         if self.test_double:
             label_test_double(case)

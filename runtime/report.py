@@ -34,7 +34,7 @@ class LintFinding:
     line: int
     message: str
     source: str = ""  # the offending line, stripped
-    subject: str = ""  # version-skew rules: the pypto name or construct the installed pypto lacks
+    subject: str = ""  # what the finding is about: the pypto name the installed pypto lacks, the option, ...
 
 
 @dataclass
@@ -45,7 +45,7 @@ class Diagnosis:
     sim_only: bool
     stage: str = ""
     evidence: str = ""  # the matched text
-    origin: str = ""  # exception | stdout | stderr | plog | exit
+    origin: str = ""  # exception | stdout | stderr | plog | exit | verdict | lint | launch
     file: str = ""  # the user's file and line, when known
     line: int = 0
     pypto_note: str = ""  # set when the rules were not checked against this host's pypto

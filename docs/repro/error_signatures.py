@@ -25,6 +25,8 @@ SIGNATURES = {
     "vec-tile-shape-not-set": "tile shape not set",
     "view-valid-shape-rank": "Their size actually are",
     "view-offsets-rank": "lhs.size():2, rhs.size():3",
+    "view-shape-offsets": "Their size actually are 2 and 3",
+    "slice-symbolic-bounds": "Cannot convert symbols to int",
     "cube-tile-not-set": "kL0=0",
     "cube-tile-l1-l0-relation": "Invalid L1/L0 relation",
     "cube-tile-alignment": "aligned to 16",

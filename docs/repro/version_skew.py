@@ -16,7 +16,7 @@ FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
 KERNELS = {  # what the kernel uses -> its package
     "pypto.PrecisionType.INTRINSIC": FIXTURES / "diagnosis" / "pypto-api-missing",
     'set_pass_options(vec_nbuffer_setting={"DEFAULT": 2})': FIXTURES / "diagnosis" / "pypto-call-mismatch",
-    "-> pypto.Tensor(...) on the jit kernel": FIXTURES / "version_skew" / "return_annotation",
+    "-> pypto.Tensor(...) on the jit kernel (no skew: docs/pypto.md §9)": FIXTURES / "pitfalls" / "return_annotation",
 }
 CHILD = """
 import importlib, json, sys, torch

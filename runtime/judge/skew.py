@@ -1,10 +1,11 @@
 """Version skew: a failure that says the kernel was written for another pypto, not that it is wrong.
 
-Three signatures, each checked against real pypto 0.2.0 (docs/versions.md §1):
+Two signatures, each checked against real pypto 0.2.0 (docs/versions.md §1):
 - a pypto name the installed pypto lacks ("module 'pypto' has no attribute 'PrecisionType'");
 - a pypto call it spells differently (an unknown keyword, or "Unable to cast Python instance of type
-  <class 'dict'> to C++ type '?'" for a dict keyed by names where 0.2.0 takes Dict[int, int]);
-- syntax its parser refuses and newer ones accept ("Return annotation is not allowed").
+  <class 'dict'> to C++ type '?'" for a dict keyed by names where 0.2.0 takes Dict[int, int]).
+A return annotation ("Return annotation is not allowed") is no skew: every pypto from r0.2.0 on refuses it,
+so it is the kernel's structural error (docs/pypto.md §9).
 The lint's version-skew findings (runtime.lint.api) on the failing line name what the text cannot.
 """
 from __future__ import annotations
@@ -14,12 +15,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from runtime.judge.diagnose import is_user_file
-from runtime.lint.rules import API_MISSING, CALL_MISMATCH, RETURN_ANNOTATION, VERSION_SKEW_RULES
+from runtime.lint.rules import API_MISSING, CALL_MISMATCH, VERSION_SKEW_RULES
 from runtime.report import ErrorInfo, LintFinding
 
 MISSING_API = "missing_api"
 CALL = "call"
-SYNTAX = "syntax"
 
 _MODULE_ATTR = re.compile(r"module '(pypto(?:\.\w+)*)' has no attribute '(\w+)'")
 _CANNOT_IMPORT = re.compile(r"cannot import name '(\w+)' from '(pypto(?:\.\w+)*)'")
@@ -30,10 +30,9 @@ _CALL_ERRORS = re.compile(
     r"|(\w+)\(\) got an unexpected keyword argument '(\w+)'|(\w+)\(\) takes (?:from \d+ to )?\d+ positional")
 # A failure of the kind a missing or changed API raises, possibly inside pypto's parser error.
 _SKEW_LIKE = re.compile(r"(?:[\w.]*ParserError: )?[\w.]*(?:AttributeError|TypeError|ImportError|ModuleNotFoundError)\b")
-_RETURN_ANNOTATION = re.compile(r"Return annotation is not allowed")
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"\n]+)", line (?P<line>\d+), in \S+\n(?P<src>[^\n]*)', re.MULTILINE)
 _PYPTO_CALL = re.compile(r"\b(pypto(?:\.\w+)+)\s*\(")
-_SKEW_FINDING_KIND = {API_MISSING: MISSING_API, CALL_MISMATCH: CALL, RETURN_ANNOTATION: SYNTAX}
+_SKEW_FINDING_KIND = {API_MISSING: MISSING_API, CALL_MISMATCH: CALL}
 
 
 @dataclass
@@ -41,7 +40,7 @@ class VersionSkew:
     """What the installed pypto lacks, and how we know."""
 
     installed: str  # this host's pypto version
-    kind: str  # missing_api | call | syntax
+    kind: str  # missing_api | call
     names: list[str] = field(default_factory=list)  # the pypto names or constructs involved
     evidence: str = ""  # the error line, or the lint finding's message
     found_by: str = "error"  # error (the failure's text) | lint (a finding on the failing line)
@@ -50,9 +49,7 @@ class VersionSkew:
         what = ", ".join(f"`{n}`" for n in self.names) or "its API"
         if self.kind == MISSING_API:
             return f"the installed pypto {self.installed} has no {what}"
-        if self.kind == CALL:
-            return f"the installed pypto {self.installed} does not take the call {what}"
-        return f"the installed pypto {self.installed} refuses {what}, which newer pypto builds accept"
+        return f"the installed pypto {self.installed} does not take the call {what}"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -104,9 +101,6 @@ def _from_text(message: str, traceback: str, whole: str, installed: str) -> Vers
         if call:
             keyword = f"({found[2]}=...)" if found[2] else ""
             return VersionSkew(installed, CALL, [call + keyword], _line_of(whole, found))
-    found = _RETURN_ANNOTATION.search(whole)
-    if found:
-        return VersionSkew(installed, SYNTAX, [], _line_of(whole, found))
     return None
 
 
@@ -122,11 +116,11 @@ def _failing_pypto_call(traceback: str, function: str | None) -> str | None:
 
 
 def _on_line(findings: list[LintFinding], error: ErrorInfo) -> list[LintFinding]:
-    """The version-skew findings on the failing line (or, for the return annotation, anywhere in its file)."""
+    """The version-skew findings on the failing line."""
     if not error.file:
         return []
     return [f for f in findings if f.rule in VERSION_SKEW_RULES and f.file.endswith(error.file.rsplit("/", 1)[-1])
-            and (f.line == error.line or (f.rule == RETURN_ANNOTATION and "Return annotation" in error.message))]
+            and f.line == error.line]
 
 
 def _failed_like_skew(message: str) -> bool:

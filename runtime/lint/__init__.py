@@ -18,12 +18,14 @@ from runtime.lint.host import check_host
 from runtime.lint.kernel import check_kernels
 from runtime.lint.module import Module
 from runtime.lint.rules import GOLDEN_FALLBACK, RULES, SEVERITY, VERSION_SKEW_RULES, Findings
+from runtime.lint.tiles import TilePlan, constant_tiles
 from runtime.report import LintFinding
 
 if TYPE_CHECKING:  # the lint imports no other runtime module (tests/runtime/test_lint.py)
     from runtime.devices.pypto_api import PyptoApi
 
-__all__ = ["GOLDEN_FALLBACK", "RULES", "SEVERITY", "VERSION_SKEW_RULES", "lint_files", "lint_source"]
+__all__ = ["GOLDEN_FALLBACK", "RULES", "SEVERITY", "VERSION_SKEW_RULES", "TilePlan", "lint_files", "lint_source",
+           "vec_tile_plans"]
 
 
 def lint_source(text: str, file: str, api: PyptoApi | None = None) -> list[LintFinding]:
@@ -53,6 +55,23 @@ def lint_files(paths: list[pathlib.Path], root: pathlib.Path, api: PyptoApi | No
     findings = [finding for file, (text, tree) in sources.items()
                 for finding in _lint(tree, text, file, siblings, api)]
     return sorted(findings, key=lambda f: (f.file, f.line, f.rule))
+
+
+def vec_tile_plans(paths: list[pathlib.Path], root: pathlib.Path) -> dict[str, list[TilePlan]]:
+    """Each jit kernel's constant vec tiles, by kernel name, for comparing with the shapes its launches get."""
+    plans: dict[str, list[TilePlan]] = {}
+    for path in paths:
+        try:
+            tree = _parse(pathlib.Path(path).read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+        if tree is None:
+            continue
+        module, file = Module(tree, {}), _relative(path, root)
+        for name, kernel in module.kernels.items():
+            found = constant_tiles(module, kernel)
+            plans.setdefault(name, []).extend(TilePlan(file, line, tiles) for line, tiles in found)
+    return plans
 
 
 def _lint(tree: ast.Module, text: str, file: str, siblings: Mapping[str, frozenset[str]],

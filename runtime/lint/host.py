@@ -234,10 +234,12 @@ def _run_mode(m: Module, f: Findings) -> None:
                 late = _late_binding(m, name, kernel.jit.lineno)
                 if late and not _peeks_argv_before(m, kernel.jit.lineno):
                     where, bound_at = late
+                    first = _bound_before(m, name, kernel.jit.lineno)
                     f.add("argv-run-mode-in-main", line,
                           f"The jit decorator reads run_mode from '{name}' at import, but '{name}' is only set "
                           f"later ({where}, line {bound_at}), so the kernel keeps the import-time mode; peek "
-                          "--run_mode in sys.argv at module level before decorating (_peek_run_mode_from_argv).")
+                          "--run_mode in sys.argv at module level before decorating (_peek_run_mode_from_argv).",
+                          subject=f"{name} = {ast.unparse(first)}" if first is not None else name)
             if _pinned_npu(m, value, kernel.jit.lineno):
                 f.add("run-mode-pinned-npu", line,
                       "The jit decorator pins run_mode to pypto.RunMode.NPU: the kernel runs on the NPU whatever "
@@ -245,6 +247,13 @@ def _run_mode(m: Module, f: Findings) -> None:
                       "tensors). crosscheck runs every launch in the job's mode (docs/realops.md §10): its SIM "
                       "verdict is not what `python test.py --run_mode sim` does. Take run_mode from the command "
                       "line before decorating, or leave it out.")
+
+
+def _bound_before(m: Module, name: str, decorator_line: int) -> ast.expr | None:
+    """The value module-level code last binds to `name` before the decorator runs (its import-time value)."""
+    bound = [n for n in own_nodes(m.tree.body) if isinstance(n, ast.Assign) and n.lineno < decorator_line
+             and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)]
+    return bound[-1].value if bound else None
 
 
 def _pinned_npu(m: Module, value: ast.expr, decorator_line: int) -> bool:

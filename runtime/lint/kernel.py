@@ -6,6 +6,7 @@ import ast
 from runtime.lint.module import Kernel, Module, own_nodes, params
 from runtime.lint.rules import Findings
 from runtime.lint.shapes import STATIC, is_tensor_annotation
+from runtime.lint.tiles import check_tiles
 from runtime.lint.values import TENSOR
 from runtime.lint.walker import (
     CUBE_TILES,
@@ -35,6 +36,7 @@ def check_kernels(m: Module, f: Findings) -> None:
         walker = Walker(m, f, kernel.fn, known={p: TENSOR for p in used}, specs={p: STATIC for p in used})
         events = walker.run() + _decorator_stitch(m, kernel)
         _vec_tiles(m, f, kernel, events)
+        check_tiles(m, f, kernel)
         _cube_tiles(m, f, kernel, events)
         _stitch(f, kernel, events)
         _rebound_outputs(m, f, kernel)
@@ -60,9 +62,9 @@ def _signature(m: Module, f: Findings, kernel: Kernel, used: set[str]) -> None:
     if fn.returns is not None:
         annotation = f"-> {ast.unparse(fn.returns)}"
         f.add("return-annotation", fn.returns.lineno,
-              f"Kernel '{fn.name}' has a return annotation ({annotation}): newer pypto builds accept one, pypto "
-              "0.2.0 rejects it with 'Return annotation is not allowed'. Run it with the pypto it was written for "
-              "(docs/versions.md), or remove it (kernels write their outputs in place).", subject=annotation)
+              f"Kernel '{fn.name}' has a return annotation ({annotation}), which pypto rejects with 'Return "
+              "annotation is not allowed' (every pypto from r0.2.0 on; only r0.1.x took one): remove it, kernels "
+              "write their outputs into out parameters.", subject=annotation)
     first_plain: ast.arg | None = None
     for p in params(fn):
         tensor = is_tensor_annotation(m, p.annotation)
@@ -151,7 +153,8 @@ def _stitch(f: Findings, kernel: Kernel, events: list[Event]) -> None:
         return
     f.add("stitch-on-simple-kernel", stitch.line,
           f"Option '{stitch.what}' on kernel '{kernel.fn.name}', which has no pypto.loop and no matmul, makes "
-          "the NPU fail with 'launch aicpu failed: 107003'; drop the stitch_* options for simple vector kernels.")
+          "the NPU fail with 'launch aicpu failed: 107003'; drop the stitch_* options for simple vector kernels.",
+          subject=stitch.what)
 
 
 def _rebound_outputs(m: Module, f: Findings, kernel: Kernel) -> None:

@@ -8,10 +8,11 @@ API_MISSING = "pypto-api-missing"
 CALL_MISMATCH = "pypto-call-mismatch"
 RETURN_ANNOTATION = "return-annotation"
 # Findings that say the kernel was written for another pypto (docs/versions.md §1), not that it is wrong.
-VERSION_SKEW_RULES = frozenset({API_MISSING, CALL_MISMATCH, RETURN_ANNOTATION})
+# A return annotation is not one: every pypto from r0.2.0 on refuses it (docs/pypto.md §9).
+VERSION_SKEW_RULES = frozenset({API_MISSING, CALL_MISMATCH})
 
 RULES: dict[str, str] = {
-    RETURN_ANNOTATION: "A jit function has a return annotation, which newer pypto builds accept and 0.2.0 rejects.",
+    RETURN_ANNOTATION: "A jit function has a return annotation, which every pypto from r0.2.0 on rejects.",
     API_MISSING: "The code uses a pypto name the installed pypto does not have (written for another pypto).",
     CALL_MISMATCH: "A pypto call passes arguments the installed pypto's signature does not take "
     "(written for another pypto).",
@@ -26,6 +27,9 @@ RULES: dict[str, str] = {
     "float-loop-bound": "pypto.loop gets a float or numpy bound instead of a Python int.",
     "ops-before-vec-tiles": "A kernel runs vector ops before (or without) pypto.set_vec_tile_shapes (F21004).",
     "matmul-without-cube-tiles": "A kernel calls matmul without pypto.set_cube_tile_shapes (FC4000 kL0=0).",
+    "view-rank-mismatch": "A pypto.view gets shape, offsets or valid_shape lists of different lengths (F21004).",
+    "vec-tiles-not-dividing": "Vec tile shapes that do not divide the dims they tile: SIM accepts them, the NPU "
+    "launch fails (107003).",
     "stitch-on-simple-kernel": "stitch_* options on a kernel with no pypto.loop and no matmul "
     "(NPU 'launch aicpu failed: 107003').",
     "empty-kernel": "A jit function computes and writes nothing, so its outputs keep what the host put there.",
@@ -50,6 +54,8 @@ SEVERITY: dict[str, str] = {
     "float-loop-bound": "error",
     "ops-before-vec-tiles": "error",
     "matmul-without-cube-tiles": "error",
+    "view-rank-mismatch": "error",
+    "vec-tiles-not-dividing": "warning",
     "stitch-on-simple-kernel": "warning",
     "empty-kernel": "warning",
     "output-rebound": "error",

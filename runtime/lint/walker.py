@@ -35,6 +35,7 @@ NO_TILE_METHODS = frozenset({
     "view", "reshape", "unsqueeze", "assemble", "move", "dim", "dtype", "format", "id", "name", "shape",
     "valid_shape", "get_cache_policy", "set_cache_policy", "base", "from_base",
 })
+VIEW_LISTS = ("shape", "offsets", "valid_shape")  # pypto.view's per-dim lists, one entry per dim each
 ITERATING_BUILTINS = frozenset({"list", "tuple", "iter", "enumerate", "sorted", "set", "sum", "any", "all",
                                 "reversed", "zip", "map", "min", "max"})
 
@@ -215,6 +216,8 @@ class Walker(Values):
                             if key.startswith("stitch_")]
         elif leaf == "assemble":
             self.events.append(Event(WRITE, call.lineno))
+        elif name == "view":
+            self._check_view_lengths(call)
         elif "." not in name and name not in NO_TILE_CALLS and not name.startswith(("set_", "get_")):
             self.events.append(Event(VEC_OP, call.lineno, f"pypto.{name}"))
 
@@ -261,6 +264,21 @@ class Walker(Values):
             self.findings.add("symbolic-tile-shape", call.lineno,
                               f"pypto.{name} gets sizes computed from a DYNAMIC dim or a pypto.loop index, "
                               "which fails with 'Not concrete value'; use constants or int parameters.")
+
+    def _check_view_lengths(self, call: ast.Call) -> None:
+        """pypto.view(t, shape, offsets, valid_shape=...) lists of different lengths (docs/pypto.md §9)."""
+        given = dict(zip(("shape", "offsets"), call.args[1:3]))
+        given.update((k.arg, k.value) for k in call.keywords if k.arg in VIEW_LISTS)
+        lengths = {name: len(v.elts) for name, v in given.items() if isinstance(v, ast.List | ast.Tuple)
+                   and not any(isinstance(e, ast.Starred) for e in v.elts)}
+        if len(set(lengths.values())) < 2:
+            return
+        told = ", ".join(f"{name} has {n}" for name, n in lengths.items())
+        self.findings.add("view-rank-mismatch", call.lineno,
+                          f"pypto.view({describe(call.args[0]) if call.args else ''}, ...) gets lists of different "
+                          f"lengths ({told}); pypto 0.2.0 fails on it while compiling (F21004 'Their size actually "
+                          "are ...' or 'lhs.size()') without naming this line. Give one entry per dim in shape, "
+                          "offsets and valid_shape.", subject=told)
 
     def _check_loop_bounds(self, call: ast.Call, name: str) -> None:
         for arg in [*call.args, *(k.value for k in call.keywords if k.arg in ("start", "stop", "step", "end"))]:

@@ -1,7 +1,8 @@
 """Kernels written for a newer pypto get version_skew, naming what the installed pypto lacks (real pypto).
 
-Our own kernels reproduce the three newer APIs of issue 14: `pypto.PrecisionType.INTRINSIC`,
-`set_pass_options(vec_nbuffer_setting={"DEFAULT": 2})` and a `-> pypto.Tensor(...)` return annotation.
+Our own kernels reproduce the newer APIs of issue 14: `pypto.PrecisionType.INTRINSIC` and
+`set_pass_options(vec_nbuffer_setting={"DEFAULT": 2})`. A `-> pypto.Tensor(...)` return annotation is no
+skew (issue 31: every pypto from r0.2.0 on refuses it): tests/runtime/test_guide_pitfalls.py.
 """
 from __future__ import annotations
 
@@ -28,8 +29,6 @@ KERNELS = {
                        "pypto-api-missing"),
     "nbuffer_dict": (FIXTURES / "diagnosis" / "pypto-call-mismatch", "call",
                      "pypto.set_pass_options(vec_nbuffer_setting={'DEFAULT': ...})", "pypto-call-mismatch"),
-    "return_annotation": (FIXTURES / "version_skew" / "return_annotation", "syntax",
-                          "-> pypto.Tensor([], pypto.DT_FP32)", "return-annotation"),
 }
 
 

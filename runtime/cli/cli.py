@@ -49,6 +49,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--list", action="store_true",
                    help="in a checkout: list the operators found and their route; for a test file, its test "
                         "functions and skip marks")
+    p.add_argument("--task", type=Path, metavar="TASK.py",
+                   help="a KernelBench task: PATH is the operator dir written for it (default: its task_desc.py)")
+    p.add_argument("--format", choices=("text", "gym"), default="text",
+                   help="gym: also write the gym verifier's verify_run.json, cheat_check_script.json and "
+                        "skill_report.json (KernelBench operators; see --gym-dir)")
+    p.add_argument("--gym-dir", type=Path, default=Path("."), metavar="DIR", help="where --format gym writes")
     add_case_arguments(p)
     p.add_argument("--json", type=Path, metavar="FILE", help="write the JSON report here ('-' for stdout)")
     p.add_argument("--work-dir", type=Path, metavar="DIR",
@@ -137,16 +143,11 @@ def run_command(args: argparse.Namespace, loaded: Any = None, reports: list[Any]
 
         return checkout_command(args, run_command)
     if loaded is None:
-        from runtime.cli.cli_checkout import operator_of_test_folder
-        from runtime.intake.submission import load_operator
-
-        in_checkout = operator_of_test_folder(args.path)
-        if in_checkout is not None:  # a gym test folder: its kernel is under the checkout's src/
-            try:
-                loaded = load_operator(*in_checkout)
-            except SubmissionError as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                return exit_codes.UNUSABLE
+        try:
+            loaded = _preload(args)
+        except SubmissionError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return exit_codes.UNUSABLE
     from rich.console import Console
 
     err = Console(stderr=True)
@@ -159,6 +160,20 @@ def run_command(args: argparse.Namespace, loaded: Any = None, reports: list[Any]
     finally:
         if previous is not None:  # None: a handler not set from Python, nothing to restore
             signal.signal(signal.SIGTERM, previous)
+
+
+def _preload(args: argparse.Namespace) -> Any:
+    """The submission when the CLI must hold it: a gym test folder, or a KernelBench operator (--task, --format gym)."""
+    from runtime.cli.cli_checkout import operator_of_test_folder
+    from runtime.intake import kernelbench
+    from runtime.intake.submission import load_operator, load_task
+
+    if getattr(args, "task", None) or kernelbench.is_operator_dir(Path(args.path)):
+        return load_task(args.path, args.task)
+    if getattr(args, "format", "text") == "gym":
+        raise SubmissionError(f"{args.path}: --format gym needs a KernelBench operator: give --task TASK.py")
+    in_checkout = operator_of_test_folder(args.path)
+    return load_operator(*in_checkout) if in_checkout is not None else None  # a gym test folder
 
 
 def _run_and_print(args: argparse.Namespace, options: Any, loaded: Any, reports: list[Any] | None,
@@ -199,6 +214,11 @@ def _run_and_print(args: argparse.Namespace, options: Any, loaded: Any, reports:
             sys.stdout.write(text + "\n")
         else:
             args.json.write_text(text)
+    if getattr(args, "format", "text") == "gym" and loaded is not None and loaded.task and report.cases:
+        from runtime.cli import gym_report
+
+        for path in gym_report.write(report, loaded.root, loaded.files, loaded.task, args.gym_dir):
+            err.print(f"gym: {path}", soft_wrap=True)
     code = exit_codes.of_cases(report.cases, report.mode)
     err.print(("[bold green]" if code == exit_codes.OK else "[bold red]") + "result:[/] "
               + exit_codes.summary(report.cases, report.mode) + f" (exit {code})", soft_wrap=True)

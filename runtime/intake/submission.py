@@ -311,6 +311,10 @@ def load_operator(checkout: Path, operator: discover.FoundOperator) -> Submissio
     root = Path(checkout).resolve()
     if operator.route == "none":
         raise SubmissionError(f"{operator.name}: cannot run: {operator.problem}")
+    if operator.task:  # a benchmark run's operator and its KernelBench task
+        sub = load_task(root / operator.folder, root / operator.task)
+        sub.name = operator.name
+        return sub
     if operator.entry:
         sub = load_script(root / operator.entry, root, operator.files)
         sub.name = operator.name

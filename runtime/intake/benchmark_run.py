@@ -1,6 +1,7 @@
 """The operators of a pypto-gym benchmark run, each with its KernelBench task (docs/kernelbench.md §5).
 
     discover(folder) -> list[FoundOperator]    route "task"; one per task, named `<level>-<task>`
+    content_sha256(folder, operator) -> str     the digest its bundle gets on the server (flat, task_desc.py)
 
 Two layouts: a run's report dir, where `report/<level>/<op>/custom/<op>/` holds the operator with its
 `task_desc.py` (and `result.json`, the gym's own verdict, beside `custom/`); and `custom/<level>/<op>/`
@@ -11,6 +12,7 @@ route "none" with the reason.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -106,3 +108,14 @@ def _unique(found: list[FoundOperator]) -> None:
         seen[op.name] = n + 1
         if n:
             op.name = f"{op.name}-{n + 1}"  # the same task kept twice under one run: both run, named apart
+
+
+def content_sha256(folder: Path, operator: FoundOperator) -> str:
+    """The submission digest (runtime.intake.submission) of the operator's bundle as `discover.pack` lays it out."""
+    root = Path(folder).resolve()
+    flat = sorted((kernelbench.TASK_FILE if rel == operator.task else Path(rel).name, rel) for rel in operator.files)
+    h = hashlib.sha256()
+    for name, rel in flat:
+        h.update(name.encode() + b"\0")
+        h.update(hashlib.sha256((root / rel).read_bytes()).digest())
+    return h.hexdigest()

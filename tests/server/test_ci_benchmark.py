@@ -104,8 +104,19 @@ def test_ci_run_benchmark_makes_one_suite_run_and_reuses_unchanged_tasks(live, t
     assert first.returncode == 1, first.stdout + first.stderr  # the wrong task is a kernel defect
     verdicts = {k: {p.get("name"): p.get("value") for p in tc.iter("property")}["verdict"]
                 for k, tc in junit_cases(tmp_path / "first.xml").items()}
+    assert {k: v for k, v in verdicts.items() if k.endswith("[npu]")} == {
+        f"{name} task [npu]": "pass" for name in ("level1-19_BiasReLU", "level2-33_Gemm_Scale_BatchNorm",
+                                                  "level2-39_Gemm_Scale_BatchNorm")}  # the gym's word, uploaded
+    verdicts = {k: v for k, v in verdicts.items() if k.endswith("[sim]")}
     assert verdicts == {"level1-19_BiasReLU task [sim]": "sim_garbage_graph_ok",
                         "level2-33_Gemm_Scale_BatchNorm task [sim]": "sim_garbage_graph_ok",
                         "level2-39_Gemm_Scale_BatchNorm task [sim]": "graph_fail"}
     assert jobs_first == 3 and len(ran) == 3, (ran, second.stderr)  # the second night reused all three
     assert second.returncode == 1 and "reused" in second.stderr
+    assert "the gym's own verdicts: 3 of 3 task(s) uploaded" in first.stderr
+    ops = httpx.get(live["url"] + "/api/v1/operators", headers=read, params={"limit": 50}, timeout=10).json()["items"]
+    combined = {o["name"]: o.get("combined_verdict") or o.get("verdict") for o in ops if o["name"].startswith("level")}
+    # The gym said PASS for all three, unverified (no CANN or card recorded): never "NPU ok", and graph
+    # verify's wrong maths on the 39_ task stands.
+    assert combined == {"level1-19_BiasReLU": "sim_garbage_graph_ok", "level2-33_Gemm_Scale_BatchNorm":
+                        "sim_garbage_graph_ok", "level2-39_Gemm_Scale_BatchNorm": "kernel_defect"}, combined

@@ -120,3 +120,32 @@ def test_ci_run_benchmark_makes_one_suite_run_and_reuses_unchanged_tasks(live, t
     # verify's wrong maths on the 39_ task stands.
     assert combined == {"level1-19_BiasReLU": "sim_garbage_graph_ok", "level2-33_Gemm_Scale_BatchNorm":
                         "sim_garbage_graph_ok", "level2-39_Gemm_Scale_BatchNorm": "kernel_defect"}, combined
+    _check_benchmark_page(live, read)
+
+
+def _check_benchmark_page(live, read) -> None:  # noqa: F811 - `live` is the server's dict here
+    """The benchmark view of that suite: the disagreeing task first, levels, and a phone's width."""
+    from playwright import sync_api
+
+    from tests.web.layout import layout_problems
+    from tests.web.test_suite_browser import ARGS, CHROMIUM, SHOTS
+
+    html = httpx.get(live["url"] + "/benchmarks/kernelbench", headers={**read, "accept": "text/html"}, timeout=10)
+    assert html.status_code == 200, html.text[:300]
+    rows = html.text.split("<tbody>", 1)[1].split("</tbody>", 1)[0].split("<tr")[1:]
+    assert "level2-39_Gemm_Scale_BatchNorm" in rows[0] and "≠ gym" in rows[0]  # ours graph fail, the gym's pass
+    assert "1 disagrees with the gym" in html.text and "ours 1/2" in html.text and "gym 2/2" in html.text
+    api = httpx.get(live["url"] + "/api/v1/benchmarks/kernelbench", headers=read, timeout=10).json()
+    assert [t["name"] for t in api["tasks"] if t["disagrees"]] == ["level2-39_Gemm_Scale_BatchNorm"]
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        for width in (1280, 390):
+            context = browser.new_context(viewport={"width": width, "height": 900})
+            context.add_cookies([{"name": "crosscheck_token", "value": live["tokens"]["read"], "url": live["url"]}])
+            page = context.new_page()
+            page.goto(live["url"] + "/benchmarks/kernelbench")
+            assert not layout_problems(page), (width, layout_problems(page))
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / f"benchmark-{width}.png"), full_page=True)
+            context.close()
+        browser.close()

@@ -52,3 +52,5 @@ _._should_skip_dynamo
 # Serialised with dataclasses.asdict into a run's totals (server/services/perf.py summary), read by tests.
 _.previous_us
 _.previous_cycles
+# The benchmark view's fields: read by web/templates/benchmark.html and served by GET /api/v1/benchmarks/{suite}.
+_.ours_pass, _.gym_pass, _.gym_known, _.cheat, _.graph_diff

@@ -419,7 +419,7 @@ class CaseRunner:
         case = build(ctx, report)
         case.stages = [*self.shared_stages, *case.stages]
         if self.sub.task:
-            kernelbench.judge(case)  # the gym's cheat rules (docs/kernelbench.md §3)
+            kernelbench.judge(case, report.get("events") or [])  # the gym's cheat rules (docs/kernelbench.md §3)
         if self.test_double:
             label_test_double(case)
         return case

@@ -42,7 +42,7 @@ def _semantic(case: CaseResult, cheats: dict[str, Any]) -> dict[str, Any]:
              f"{len(launched)} jit kernel(s) launched in the forward: {', '.join(launched) or 'none'}"),
         item("S3", "fail" if "golden-fallback" in rules else "pass", "lint: a try/except returns torch maths"
              if "golden-fallback" in rules else "no fallback around the kernel call"),
-        item("S4", "not_checked", "maths outside the jit is not traced yet"),
+        _s4(case),
         item("S5", "fail" if len(launched) > 1 else "pass" if launched else "not_checked",
              f"{len(launched)} distinct jit kernel(s) per forward"),
         item("S6", "fail" if fake and unwritten else "pass" if _graph_ok(case) else "not_checked",
@@ -53,6 +53,18 @@ def _semantic(case: CaseResult, cheats: dict[str, Any]) -> dict[str, Any]:
     verdict = "cheat" if any(i["status"] == "fail" for i in items) else \
         "suspicious" if any(i["status"] == "suspicious" for i in items) else "pass"
     return {"verdict": verdict, "items": items, "reasoning": "decided from the job's launches and data flow"}
+
+
+def _s4(case: CaseResult) -> dict[str, str]:
+    """From the job's data flow: torch ops that computed values outside the kernel (runtime.evidence.flow)."""
+    found = (case.evidence or {}).get("outside_maths") or []
+    if found:
+        return {"id": "S4", "status": "fail", "evidence": "; ".join(
+            f"{f['op']} {'after' if f['side'] == 'after' else 'before'} the kernel"
+            + (f" at {f['where']}" if f.get("where") else "") for f in found)}
+    if case.launches and case.verdict in ("sim_garbage_graph_ok", "pass", "graph_fail", "precision_fail"):
+        return {"id": "S4", "status": "pass", "evidence": "only moves, views and casts ran outside the kernel"}
+    return {"id": "S4", "status": "not_checked", "evidence": "no forward ran to the end"}
 
 
 def _graph_ok(case: CaseResult) -> bool:

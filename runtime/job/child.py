@@ -218,9 +218,10 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
     with stage(rec, mode, src):
         wrapper, weights = task.operator(req["impl"]) if task else (load_function(src, req["impl"]), [])
         rec.inputs = [*inputs, *weights]  # a ModelNew's weights are inputs of its kernels, not outputs
-        kernel_flow = flow.start()
+        kernel_flow = flow.start(maths=task is not None, src_dir=src)  # S4 for KernelBench tasks
         with kernel_flow:  # entered before the wrapper's code runs (docs/realops.md §7)
             result = wrapper(*inputs, **params)
+        rec.events.emit("outside_maths", findings=kernel_flow.outside) if kernel_flow.outside else None
         device.synchronize()
     with stage(rec, "compare", src):
         outputs = as_outputs(result, "the wrapper")

@@ -19,6 +19,11 @@ MULTI_KERNEL = Diagnosis(
     cause="The forward launched more than one jit kernel; the gym's benchmark asks for one fused kernel per "
           "operator and counts more as a cheat (S5, CHEAT_MULTI_KERNEL).",
     fix="Fuse the steps into one @pypto.frontend.jit kernel called once per forward.")
+MATHS_OUTSIDE = Diagnosis(
+    rule="gym-maths-outside-jit", sim_only=False,
+    cause="Torch computed values outside the jit kernel, on what the kernel reads or on what it wrote; the gym "
+          "allows only moves, views, casts and broadcasts there (S4: core maths outside the jit).",
+    fix="Compute it inside the @pypto.frontend.jit kernel; keep only reshapes, casts and allocation outside.")
 # Verdicts that ran no forward to the end: no launch count to hold against it.
 _NO_FORWARD = {v.CRASH, v.TIMEOUT, v.RESOURCE_LIMIT, v.NOT_RUN, v.VERSION_SKEW, v.SIM_UNSUPPORTED}
 
@@ -28,14 +33,34 @@ def kernels(case: CaseResult) -> list[str]:
     return list(dict.fromkeys(launch.kernel for launch in case.launches))
 
 
-def judge(case: CaseResult) -> None:
-    """The gym's runtime cheat rule (S5) on a finished case."""
+def outside_maths(events: list[Any]) -> list[dict[str, str]]:
+    """The job's S4 findings: ops that computed values outside the kernel (runtime.evidence.flow)."""
+    found = [f for e in events if isinstance(e, dict) and e.get("event") == "outside_maths"
+             for f in (e.get("findings") or []) if isinstance(f, dict)]
+    return [{k: str(f.get(k, ""))[:200] for k in ("side", "op", "where")} for f in found[:20]]
+
+
+def judge(case: CaseResult, events: list[Any]) -> None:
+    """The gym's runtime cheat rules on a finished case: S5 from the launches, S4 from the data flow."""
+    if case.verdict in _NO_FORWARD:
+        return
     launched = kernels(case)
-    if len(launched) > 1 and case.verdict not in _NO_FORWARD:
-        case.verdict = v.SUSPECT_FAKE_PASS
-        case.verdict_reason = (f"the gym's rule S5: {len(launched)} jit kernels in one forward "
-                               f"({', '.join(launched)}); a benchmark operator is one fused kernel")
-        case.diagnosis = [Diagnosis(**{**MULTI_KERNEL.__dict__, "stage": case.stage}), *case.diagnosis]
+    maths = outside_maths(events)
+    if len(launched) > 1:
+        _cheat(case, MULTI_KERNEL, f"the gym's rule S5: {len(launched)} jit kernels in one forward "
+                                   f"({', '.join(launched)}); a benchmark operator is one fused kernel")
+    elif maths and launched:
+        first = maths[0]
+        side = "on what the kernel wrote" if first["side"] == "after" else "on what the kernel then read"
+        _cheat(case, MATHS_OUTSIDE, f"the gym's rule S4: torch computed {first['op']} {side}"
+                                    + (f" at {first['where']}" if first["where"] else "")
+                                    + "; the core maths belongs in the jit kernel")
+        case.evidence = {**case.evidence, "outside_maths": maths}
+
+
+def _cheat(case: CaseResult, diagnosis: Diagnosis, reason: str) -> None:
+    case.verdict, case.verdict_reason = v.SUSPECT_FAKE_PASS, reason
+    case.diagnosis = [Diagnosis(**{**diagnosis.__dict__, "stage": case.stage}), *case.diagnosis]
 
 
 # Our verdict -> the gym's (final_verdict, failure_category), before the cheat and input rules below.

@@ -84,12 +84,19 @@ class ModelNew(nn.Module):
         {helper_call}
         if {torch_path}:
             return torch.relu(x + self.{param})
-        return {op}_wrapper(x, self.{param})
+        {forward}
 '''
 HELPER = "def identity(t):\n    return t\n"
 
+# ModelNew.forward's last line per kind: the operator's call, or torch maths around it (S4).
+FORWARD = {
+    "maths_before": "return {op}_wrapper(x + self.{param}, torch.zeros_like(self.{param}))",
+    "maths_after": "return torch.relu({op}_wrapper(x, self.{param}))",
+    "layout_moves": "return {op}_wrapper(x.contiguous().reshape(64, 128).to(torch.float32), "
+                    "self.{param}.unsqueeze(0).squeeze(0).expand(64, 128).clone())",
+}
 KINDS = ("correct", "wrong", "fallback", "two_path", "two_kernels", "state_dict", "helper", "wrapper_only",
-         "suspicious_comment")
+         "suspicious_comment", *FORWARD)
 
 
 def write(root: Path, op: str, kind: str = "correct", task_name: str = "task_desc.py") -> Path:
@@ -114,5 +121,7 @@ def write(root: Path, op: str, kind: str = "correct", task_name: str = "task_des
         op=op, param="weight" if kind == "state_dict" else "bias", shape="rows, cols",
         torch_path="not __import__('os').environ.get('USE_PYPTO')" if kind == "two_path" else "False",
         helper_import="from bias_helpers import identity" if helper else "",
-        helper_call="x = identity(x)" if helper else "pass"))
+        helper_call="x = identity(x)" if helper else "pass",
+        forward=FORWARD.get(kind, "return {op}_wrapper(x, self.{param})").format(
+            op=op, param="weight" if kind == "state_dict" else "bias")))
     return folder

@@ -30,6 +30,9 @@ EXPECTED = {  # kind -> (our verdict, the gym's final_verdict, failure_category)
     "helper": ("sim_garbage_graph_ok", "PASS", ""),
     "wrapper_only": ("structural_error", "FAIL_CORRECTNESS", "CORRECTNESS_SHAPE_OR_IO"),
     "suspicious_comment": ("sim_garbage_graph_ok", "PASS", ""),
+    "maths_before": ("suspect_fake_pass", "FAIL_CHEAT", "CHEAT_SEMANTIC"),
+    "maths_after": ("suspect_fake_pass", "FAIL_CHEAT", "CHEAT_SEMANTIC"),
+    "layout_moves": ("sim_garbage_graph_ok", "PASS", ""),
 }
 
 
@@ -134,3 +137,15 @@ def test_the_installed_cli_writes_the_gym_files_from_any_directory(tmp_path, cal
     assert names == ["cheat_check_script.json", "skill_report.json", "verify_run.json"]
     run = json.loads((tmp_path / "out" / "verify_run.json").read_text())
     assert run["verdict_machine"] == "failed_correctness" and run["correctness"]["status"] == "failed"
+
+
+@pytest.mark.slow
+def test_maths_outside_the_kernel_names_the_op_and_the_line(gym_runs):
+    before = gym_runs["maths_before"][0].cases[0]
+    assert "S4: torch computed add on what the kernel then read at BiasReLU_pypto_impl.py:" \
+        in before.verdict_reason, before.verdict_reason
+    after = gym_runs["maths_after"][0].cases[0]
+    assert "S4: torch computed relu on what the kernel wrote" in after.verdict_reason, after.verdict_reason
+    items = {i["id"]: i for i in gym_runs["maths_before"][1]["cheat_check_semantic"]["items"]}
+    assert items["S4"]["status"] == "fail" and "add" in items["S4"]["evidence"]
+    assert {i["id"]: i["status"] for i in gym_runs["correct"][1]["cheat_check_semantic"]["items"]}["S4"] == "pass"

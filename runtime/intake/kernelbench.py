@@ -62,6 +62,8 @@ def load(op_dir: Path, task: Path | None = None) -> TaskOperator:
     op_dir = Path(op_dir).resolve()
     if not op_dir.is_dir():
         raise SubmissionError(f"{op_dir}: not a folder (give the operator dir holding <op>_impl.py)")
+    if task is not None and not Path(task).is_file():
+        raise SubmissionError(f"--task {task}: no such file (a KernelBench task, e.g. level1/19_ReLU.py)")
     task = Path(task).resolve() if task else op_dir / TASK_FILE
     if not task.is_file():
         raise SubmissionError(f"{op_dir.name}: no task: give --task TASK.py (a KernelBench file), or put it "

@@ -158,8 +158,9 @@ def _single_operator(folder: Path) -> Submission:
     if len(runnable) == 1:
         return load_operator(folder, runnable[0])
     if not found:
+        hint = "; a KernelBench operator needs its task: --task TASK.py" if kernelbench.impl_ops(folder) else ""
         raise SubmissionError(f"{folder.name}: missing {CASE_FILE} (an operator package needs it), and no operator "
-                              "found under it (docs/realops.md §5)")
+                              f"found under it (docs/realops.md §5){hint}")
     if not runnable:
         raise SubmissionError(f"{folder.name}: no runnable operator: {found[0].name}: {found[0].problem}")
     raise SubmissionError(f"{folder.name}: a checkout with {len(runnable)} operators "

@@ -12,19 +12,21 @@ only the job runs it (runtime/job/kernelbench.py).
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from runtime.errors import SubmissionError
-from runtime.intake.cases import CaseSpec
+from runtime.intake.cases import CaseSpec, InputSpec
 
 TASK_FILE = "task_desc.py"  # the task beside its operator in a benchmark run's custom/<op>/
 SEED = 42
 RTOL = ATOL = 1e-3  # the gym verifier's assert_close defaults
-CASE_ID = "task"  # the task's own get_inputs()
+CASE_ID = "task"  # the task's own get_inputs(); a CASES entry is "cases<N>"
 MAX_FILES = 50
+MAX_SHAPE_CASES = 64
 
 
 @dataclass
@@ -137,6 +139,42 @@ def _check_wrapper(impl: Path, wrapper: str) -> None:
 
 
 def _cases(task: Path) -> list[CaseSpec]:
-    """One case: the task's get_inputs() after the gym's seed (`CASES` shapes are not read yet: docs/kernelbench.md §1)."""
-    return [CaseSpec(id=CASE_ID, seed=SEED, inputs=[], rtol=RTOL, atol=ATOL,
-                     description="the task's get_inputs() after torch.manual_seed(42), as the gym verifies it")]
+    """The task's get_inputs() after the gym's seed, then one case per `CASES` entry (its input shapes)."""
+    cases = [CaseSpec(id=CASE_ID, seed=SEED, inputs=[], rtol=RTOL, atol=ATOL,
+                      description="the task's get_inputs() after torch.manual_seed(42), as the gym verifies it")]
+    for i, shapes in enumerate(shape_cases(_literal(task, "CASES"), task.name)):
+        inputs = [InputSpec(f"input{j}", shape, "float32", init="task") for j, shape in enumerate(shapes)]
+        cases.append(CaseSpec(id=f"cases{i}", seed=SEED, inputs=inputs, rtol=RTOL, atol=ATOL,
+                              description=f"CASES[{i}]: the task's inputs drawn at shapes {shapes}"))
+    return cases
+
+
+def shape_cases(raw: object, where: str) -> list[list[list[int]]]:
+    """`CASES` as the gym writes it: a string holding JSON (`[[[M, K], [K, N]], ...]`) or one `- [...]` line per case."""
+    if raw is None:
+        return []
+    if not isinstance(raw, str):
+        raise SubmissionError(f"{where}: CASES must be a string (JSON, or one '- [...]' line per case), as the gym reads it")
+    text = raw.strip()
+    try:
+        parsed = json.loads(text) if text.startswith("[") else \
+            [json.loads(line.strip()[1:]) for line in text.splitlines() if line.strip().startswith("-")]
+    except ValueError as exc:
+        raise SubmissionError(f"{where}: CASES is not JSON: {exc}") from None
+    ok = isinstance(parsed, list) and all(isinstance(c, list) and all(
+        isinstance(s, list) and all(isinstance(d, int) and 0 <= d <= 2**31 for d in s) for s in c) for c in parsed)
+    if not ok or len(parsed) > MAX_SHAPE_CASES:
+        raise SubmissionError(f"{where}: CASES must be a list of cases, each a list of input shapes (lists of "
+                              f"non-negative ints), at most {MAX_SHAPE_CASES}")
+    return parsed
+
+
+def _literal(path: Path, name: str) -> object:
+    tree = _parse(path)
+    for node in tree.body if tree else []:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
+            try:
+                return ast.literal_eval(node.value)
+            except ValueError:
+                return None
+    return None

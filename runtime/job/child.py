@@ -200,7 +200,7 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
     params = case.get("params") or {}
     tolerance = (float(req["tolerance"][0]), float(req["tolerance"][1]))
     with stage(rec, "golden", src):
-        task = kernelbench.Task(src, req["task"], device.place) if req.get("task") else None  # docs/kernelbench.md §2
+        task = kernelbench.Task.of(req, device.place)  # a KernelBench task, else None (docs/kernelbench.md §2)
         golden_fn = task.golden if task else load_function(src, req["golden"])
         torch.manual_seed(case["seed"])
         inputs = task.inputs if task else [device.place(make_input(spec)) for spec in case["inputs"]]
@@ -221,7 +221,7 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
         kernel_flow = flow.start(maths=task is not None, src_dir=src)  # S4 for KernelBench tasks
         with kernel_flow:  # entered before the wrapper's code runs (docs/realops.md §7)
             result = wrapper(*inputs, **params)
-        rec.events.emit("outside_maths", findings=kernel_flow.outside) if kernel_flow.outside else None
+        kernelbench.report_outside_maths(rec.events, kernel_flow.outside)
         device.synchronize()
     with stage(rec, "compare", src):
         outputs = as_outputs(result, "the wrapper")

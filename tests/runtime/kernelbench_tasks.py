@@ -125,3 +125,6 @@ def write(root: Path, op: str, kind: str = "correct", task_name: str = "task_des
         forward=FORWARD.get(kind, "return {op}_wrapper(x, self.{param})").format(
             op=op, param="weight" if kind == "state_dict" else "bias")))
     return folder
+
+# The gym's CASES: a string, one '- [...]' line per case, each the input shapes (docs/kernelbench.md §1).
+CASES_TASK = BIAS_RELU_TASK.replace("def get_inputs():", 'CASES = """\n- [[64, 128]]\n- [[32, 64]]\n"""\n\n\ndef get_inputs():')

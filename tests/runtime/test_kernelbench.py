@@ -149,3 +149,28 @@ def test_maths_outside_the_kernel_names_the_op_and_the_line(gym_runs):
     items = {i["id"]: i for i in gym_runs["maths_before"][1]["cheat_check_semantic"]["items"]}
     assert items["S4"]["status"] == "fail" and "add" in items["S4"]["evidence"]
     assert {i["id"]: i["status"] for i in gym_runs["correct"][1]["cheat_check_semantic"]["items"]}["S4"] == "pass"
+
+
+def test_cases_shapes_are_cases_of_their_own(tmp_path):
+    folder = tasks.write(tmp_path, "BiasReLU")
+    (folder / "task_desc.py").write_text(tasks.CASES_TASK)
+    sub = load_task(folder)
+    assert [(c.id, [i.shape for i in c.inputs]) for c in sub.case_file.cases] == [
+        ("task", []), ("cases0", [[64, 128]]), ("cases1", [[32, 64]])]
+    (folder / "task_desc.py").write_text(tasks.BIAS_RELU_TASK.replace("def get_inputs", "CASES = [[1]]\n\n\ndef get_inputs"))
+    with pytest.raises(SubmissionError, match="CASES must be a string"):
+        load_task(folder)
+
+
+@pytest.mark.slow
+def test_a_cases_shape_runs_with_its_own_inputs(tmp_path, warm_sim, calculator_cache):
+    """The 64x128 entry matches the Model's bias and passes; at 32x64 the task's own Model cannot run: the
+    reference failed, so nothing is said of the operator (not a kernel defect)."""
+    folder = tasks.write(tmp_path, "BiasReLU")
+    (folder / "task_desc.py").write_text(tasks.CASES_TASK)
+    sub = load_task(folder)
+    report = run_submission(sub.root, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w"),
+                            warm=warm_sim, loaded=sub)
+    verdicts = {c.case: (c.verdict, c.stage) for c in report.cases}
+    assert verdicts["task"][0] == verdicts["cases0"][0] == "sim_garbage_graph_ok"
+    assert verdicts["cases1"] == ("not_run", "golden"), report.cases[2].verdict_reason

@@ -150,8 +150,9 @@ def _run(args: argparse.Namespace, err: Console) -> int:
         if getattr(args, "benchmark", False):  # the gym's NPU verdicts beside ours (docs/kernelbench.md §5)
             from client import gym_results
 
-            sent = gym_results.upload(api, args.checkout, runnable, args.suite, run_key, labels)
-            err.print(f"the gym's own verdicts: {sent} of {len(runnable)} task(s) uploaded as NPU results")
+            sent, stopped = gym_results.upload(api, args.checkout, runnable, args.suite, run_key, labels)
+            err.print(f"the gym's own verdicts: {sent} of {len(runnable)} task(s) uploaded as NPU results"
+                      + (f" (stopped: {escape(stopped)})" if stopped else ""))
         if sub.jobs == 0 and sub.reused == 0:
             raise Unusable("the server refused every operator; nothing ran")
         api.call("POST", f"/suite-runs/{suite_run['id']}/close")

@@ -66,6 +66,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--bisect-budget", type=float, default=30.0, metavar="MIN",
                    help="minutes all the bisects may take together (default: 30)")
     p.add_argument("--no-reuse", action="store_true", help="run every operator, even unchanged ones")
+    p.add_argument("--benchmark", action="store_true",
+                   help="CHECKOUT is a pypto-gym benchmark run (its report dir, or custom/<level>/<op>/ beside the "
+                        "KernelBench tasks): every task is an operator (docs/kernelbench.md §5)")
     p.add_argument("--wait-timeout", "--timeout", dest="timeout", type=float, default=None, metavar="S",
                    help="give up waiting after S seconds (exit 3)")
     p.set_defaults(func=run)
@@ -123,7 +126,8 @@ def _run(args: argparse.Namespace, err: Console) -> int:
     labels = labels_of(args.label)
     modes = list(dict.fromkeys(args.mode or ["sim"]))
     try:
-        found = discover(args.checkout, args.op or None)
+        found = _benchmark_operators(args) if getattr(args, "benchmark", False) else \
+            discover(args.checkout, args.op or None)
     except SubmissionError as exc:
         raise Unusable(str(exc)) from None
     runnable = [op for op in found if op.route != "none"]
@@ -143,6 +147,12 @@ def _run(args: argparse.Namespace, err: Console) -> int:
         _warn_without_workers(api, modes, err)
         sub = _submit_all(api, args.checkout, suite_run["id"], runnable, modes, err, args.pypto)
         broken += sub.broken
+        if getattr(args, "benchmark", False):  # the gym's NPU verdicts beside ours (docs/kernelbench.md §5)
+            from client import gym_results
+
+            sent, stopped = gym_results.upload(api, args.checkout, runnable, args.suite, run_key, labels)
+            err.print(f"the gym's own verdicts: {sent} of {len(runnable)} task(s) uploaded as NPU results"
+                      + (f" (stopped: {escape(stopped)})" if stopped else ""))
         if sub.jobs == 0 and sub.reused == 0:
             raise Unusable("the server refused every operator; nothing ran")
         api.call("POST", f"/suite-runs/{suite_run['id']}/close")
@@ -158,6 +168,13 @@ def _run(args: argparse.Namespace, err: Console) -> int:
         return _finish(api, args, final, broken, err)
     finally:
         api.close()
+
+
+def _benchmark_operators(args: argparse.Namespace) -> list[Any]:
+    from runtime.intake import benchmark_run
+
+    found = benchmark_run.discover(args.checkout)
+    return [op for op in found if not args.op or op.name in args.op]
 
 
 def _warn_without_workers(api: Api, modes: list[str], err: Console) -> None:

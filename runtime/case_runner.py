@@ -18,6 +18,7 @@ from runtime.evidence import graph_verify
 from runtime.intake import testmodule
 from runtime.intake.testmodule import SkippedFunction, TestFunction
 from runtime import verdicts
+from runtime.judge import kernelbench
 from runtime.fence.host_memory import runs_alone
 from runtime.intake.cases import CaseSpec, case_bytes
 from runtime.intake.dtypes import default_tolerance
@@ -111,7 +112,8 @@ class CaseRunner:
     def _find_cases(self) -> tuple[list[Any], str]:
         if self.sub.case_file is not None:
             cases = self.sub.case_file.cases
-            return [c for c in cases if not self.options.cases or c.id in self.options.cases], "test_cases.json"
+            return ([c for c in cases if not self.options.cases or c.id in self.options.cases],
+                    "the KernelBench task" if self.sub.task else "test_cases.json")
         assert self.sub.script is not None
         path = self.sub.root / self.sub.script
         functions = [] if testmodule.answers_list(path) else testmodule.test_functions(path)
@@ -331,7 +333,8 @@ class CaseRunner:
 
     def _package_request(self, case: Any, label: str) -> tuple[dict[str, Any], JobDirs]:
         request, dirs = self._request(label, self.options.timeout_s)
-        out_dtype = (case.outputs[0].get("dtype") if case.outputs else None) or case.inputs[0].dtype
+        out_dtype = (case.outputs[0].get("dtype") if case.outputs else None) or \
+            (case.inputs[0].dtype if case.inputs else "float32")  # a KernelBench task names its tolerance
         rtol_default, atol_default = default_tolerance(out_dtype)
         tolerance = (case.rtol if case.rtol is not None else rtol_default,
                      case.atol if case.atol is not None else atol_default)
@@ -343,7 +346,7 @@ class CaseRunner:
             case={"id": case.id, "seed": case.seed, "params": case.params, "outputs": case.outputs,
                   "inputs": [i.__dict__ for i in case.inputs], "output_args": case.output_args,
                   "timing": dataclasses.asdict(case.timing) if case.timing else None},
-            tolerance=list(tolerance),
+            tolerance=list(tolerance), task=self.sub.task,
         )
         request["graph_verify"]["verify_passes"] = self.options.verify_passes or case.verify_passes
         return request, dirs
@@ -424,6 +427,8 @@ class CaseRunner:
             self.standin_used = True
         case = pitfalls.annotate(build(ctx, report), self.findings, ctx.mode, self.tile_plans)
         case.stages = [*self.shared_stages, *case.stages]
+        if self.sub.task:
+            kernelbench.judge(case, report.get("events") or [])  # the gym's cheat rules (docs/kernelbench.md §3)
         if self.test_double:
             label_test_double(case)
         return case

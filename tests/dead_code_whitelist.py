@@ -58,3 +58,6 @@ _.pytest_collection_modifyitems, _.pytest_collection_finish, _.pytest_collectrep
 _.pytest_runtest_makereport, _.pytest_pyfunc_call, _.pytest_keyboard_interrupt
 run_mode  # the fixture a test function names
 _.get_soc_version  # torch_npu.npu.get_soc_version, asked by a gym's root conftest (the stand-in)
+
+# The benchmark view's fields: read by web/templates/benchmark.html and served by GET /api/v1/benchmarks/{suite}.
+_.ours_pass, _.gym_pass, _.gym_known, _.cheat, _.graph_diff

@@ -17,11 +17,11 @@ API_PREFIXES = ("/api/", "/internal/", "/healthz", "/readyz", "/metrics", "/docs
 
 def install(app: FastAPI) -> None:
     """Mount the dashboard's routes and static files on the API app."""
-    from web import audit, coverage, jobs, login, operators, overview, submit, suites, workers
+    from web import audit, benchmark, coverage, jobs, login, operators, overview, submit, suites, workers
     from web.errors import error_page
 
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
-    for module in (overview, operators, coverage, jobs, submit, workers, suites, login, audit):
+    for module in (overview, operators, coverage, jobs, submit, workers, suites, benchmark, login, audit):
         app.include_router(module.router, include_in_schema=False)
 
     async def not_found_page(request: Request, exc: Exception) -> Response:

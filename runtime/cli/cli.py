@@ -49,6 +49,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--list", action="store_true",
                    help="in a checkout: list the operators found and their route; for a test file, its test "
                         "functions and skip marks")
+    p.add_argument("--task", type=Path, metavar="TASK.py",
+                   help="a KernelBench task: PATH is the operator dir written for it (default: its task_desc.py)")
+    p.add_argument("--format", choices=("text", "gym"), default="text",
+                   help="gym: also write the gym verifier's verify_run.json, cheat_check_script.json and "
+                        "skill_report.json (KernelBench operators; see --gym-dir)")
+    p.add_argument("--gym-dir", type=Path, default=Path("."), metavar="DIR", help="where --format gym writes")
     add_case_arguments(p)
     p.add_argument("--json", type=Path, metavar="FILE", help="write the JSON report here ('-' for stdout)")
     p.add_argument("--work-dir", type=Path, metavar="DIR",
@@ -140,7 +146,12 @@ def run_command(args: argparse.Namespace, loaded: Any = None, reports: list[Any]
         from runtime.cli.cli_checkout import checkout_command, operators_of_test_folder
         from runtime.intake.submission import load_operator
 
-        in_checkout = operators_of_test_folder(args.path)
+        try:
+            loaded = _task_operator(args)
+        except SubmissionError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return exit_codes.UNUSABLE
+        in_checkout = None if loaded is not None else operators_of_test_folder(args.path)
         if in_checkout is not None and len(in_checkout[1]) > 1:  # a model folder's tests: each an operator
             args.path, args.op = str(in_checkout[0]), [op.name for op in in_checkout[1]]
             return checkout_command(args, run_command)
@@ -162,6 +173,18 @@ def run_command(args: argparse.Namespace, loaded: Any = None, reports: list[Any]
     finally:
         if previous is not None:  # None: a handler not set from Python, nothing to restore
             signal.signal(signal.SIGTERM, previous)
+
+
+def _task_operator(args: argparse.Namespace) -> Any:
+    """A KernelBench operator (--task, or a dir with its task_desc.py), else None; --format gym needs one."""
+    from runtime.intake import kernelbench
+    from runtime.intake.submission import load_task
+
+    if getattr(args, "task", None) or kernelbench.is_operator_dir(Path(args.path)):
+        return load_task(args.path, args.task)
+    if getattr(args, "format", "text") == "gym":
+        raise SubmissionError(f"{args.path}: --format gym needs a KernelBench operator: give --task TASK.py")
+    return None
 
 
 def _run_and_print(args: argparse.Namespace, options: Any, loaded: Any, reports: list[Any] | None,
@@ -203,6 +226,11 @@ def _run_and_print(args: argparse.Namespace, options: Any, loaded: Any, reports:
             sys.stdout.write(text + "\n")
         else:
             args.json.write_text(text)
+    if getattr(args, "format", "text") == "gym" and loaded is not None and loaded.task and report.cases:
+        from runtime.cli import gym_report
+
+        for path in gym_report.write(report, loaded.root, loaded.files, loaded.task, args.gym_dir):
+            err.print(f"gym: {path}", soft_wrap=True)
     code = exit_codes.of_cases(report.cases, report.mode)
     err.print(("[bold green]" if code == exit_codes.OK else "[bold red]") + "result:[/] "
               + exit_codes.summary(report.cases, report.mode) + f" (exit {code})", soft_wrap=True)

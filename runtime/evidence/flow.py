@@ -30,12 +30,30 @@ from torch.utils._pytree import tree_leaves
 from runtime.evidence import rawbytes
 
 
-class KernelFlow(TorchDispatchMode):
-    """Storages derived from what a launch wrote, by the aten ops that ran while the mode was on."""
+# aten ops that move, view, cast, allocate, fill or gather values without computing new ones: what the gym lets
+# a KernelBench operator do outside its jit kernel (docs/kernelbench.md §3, S4). Any other op computes.
+MOVES = frozenset("""
+view _unsafe_view reshape _reshape_alias view_as expand expand_as permute transpose t squeeze unsqueeze slice select
+as_strided narrow flatten unflatten split split_with_sizes chunk unbind unfold movedim contiguous clone _to_copy to
+copy_ copy detach alias lift_fresh lift_fresh_copy empty empty_like empty_strided new_empty new_empty_strided zeros
+zeros_like new_zeros ones ones_like new_ones full full_like new_full fill_ zero_ scalar_tensor cat stack
+constant_pad_nd pad index_select gather repeat _local_scalar_dense item is_nonzero set_ resize_ _has_compatible_shallow_copy_type
+""".split())
 
-    def __init__(self) -> None:
+
+class KernelFlow(TorchDispatchMode):
+    """Storages derived from what a launch wrote, by the aten ops that ran while the mode was on.
+
+    With `maths`, it also notes the ops that compute values outside the kernel: on what later feeds a launch
+    ("before") or on what a launch wrote ("after"), each once with the submission's line that ran it (S4).
+    """
+
+    def __init__(self, maths: bool = False, src_dir: str = "") -> None:
         super().__init__()
         self._storages: dict[int, int] = {}  # address of a live marked storage -> the launch it derives from
+        self.maths, self.src_dir = maths, src_dir
+        self._computed: dict[int, tuple[str, str]] = {}  # live storage address -> (the op that computed it, where)
+        self.outside: list[dict[str, str]] = []  # S4 findings: {"side", "op", "where"}
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
@@ -61,6 +79,8 @@ class KernelFlow(TorchDispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
+        if self.maths:
+            self._note_maths(func, args, kwargs, result)
         if self._storages:
             sources = [self.source(t) for t in tree_leaves((args, kwargs)) if self.marked(t)]
             if sources:
@@ -71,19 +91,65 @@ class KernelFlow(TorchDispatchMode):
         return result
 
 
+    def _note_maths(self, func: Any, args: Any, kwargs: Any, result: Any) -> None:
+        name = func.overloadpacket.__name__
+        inputs = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor) and not t.is_meta]
+        if not inputs:
+            return
+        computed = [self._computed[p] for p in map(rawbytes.storage_ptr, inputs) if p in self._computed]
+        if name in MOVES:
+            if computed:  # moved or cast, still computed outside the kernel
+                for t in tree_leaves(result):
+                    self._note(t, computed[0])
+            return
+        where = self._where()
+        if any(self.marked(t) for t in inputs):
+            self._finding("after", name, where)
+        for t in tree_leaves(result):
+            self._note(t, (name, where))
+
+    def _note(self, t: Any, what: tuple[str, str]) -> None:
+        if isinstance(t, torch.Tensor) and not t.is_meta:
+            ptr = rawbytes.storage_ptr(t)
+            if ptr not in self._computed:
+                weakref.finalize(t.untyped_storage(), self._computed.pop, ptr, None)
+            self._computed[ptr] = what
+
+    def _where(self) -> str:
+        frame: FrameType | None = sys._getframe(2)
+        while frame is not None:
+            if self.src_dir and frame.f_code.co_filename.startswith(self.src_dir):
+                return f"{frame.f_code.co_filename[len(self.src_dir):].lstrip('/')}:{frame.f_lineno}"
+            frame = frame.f_back
+        return ""
+
+    def _finding(self, side: str, op: str, where: str) -> None:
+        if len(self.outside) < 20 and not any(f["side"] == side and f["op"] == op for f in self.outside):
+            self.outside.append({"side": side, "op": op, "where": where})
+
+    def launching(self, read: list[torch.Tensor]) -> None:
+        """The arguments a launch only read: one computed outside the kernel is maths before it (S4)."""
+        for t in read:
+            found = self._computed.get(rawbytes.storage_ptr(t)) if isinstance(t, torch.Tensor) else None
+            if found:
+                self._finding("before", *found)
+
+
 _active: KernelFlow | None = None
 
 
-def start() -> KernelFlow:
+def start(maths: bool = False, src_dir: str = "") -> KernelFlow:
     """A fresh record for one wrapper call; enter it (`with`) around the call."""
     global _active
-    _active = KernelFlow()
+    _active = KernelFlow(maths, src_dir)
     return _active
 
 
-def launched(written: list[torch.Tensor], launch: int = -1) -> None:
+def launched(written: list[torch.Tensor], launch: int = -1, read: list[torch.Tensor] | None = None) -> None:
     """The instrumentation's report of a launch: these arguments' storages hold what it wrote."""
     if _active is not None:
+        if _active.maths and read:
+            _active.launching(read)
         for t in written:
             _active.mark(t, launch)
 

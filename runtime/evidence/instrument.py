@@ -168,7 +168,8 @@ def _patch_jit(rec: Recorder) -> None:
             record = LaunchRecord(name, tensors, written, duration, _last_output_dir(), error,
                                   [storage_id(t) for t in tensors], [w.before for w in watches], hashes)
             rec.launches.append(record)
-            flow.launched([t for t, wrote in zip(tensors, written) if wrote], len(rec.launches) - 1)
+            flow.launched([t for t, wrote in zip(tensors, written) if wrote], len(rec.launches) - 1,
+                          [t for t, wrote in zip(tensors, written) if not wrote])
             rec.in_kernel = None
             rec.events.emit("launch", kernel=name, output_written=written,
                             arg_shapes=[list(t.shape) for t in tensors], duration_s=round(duration, 4),

@@ -43,6 +43,7 @@ class FoundOperator:
     impl: str | None = None  # gym package: the *_impl.py
     golden: str | None = None  # gym package: the *_golden.py
     sys_path: list[str] = field(default_factory=list)  # gym package: folders its imports resolve under
+    task: str | None = None  # route "task": the KernelBench task file (runtime/intake/benchmark_run.py)
 
 
 def key(name: str) -> str:
@@ -245,6 +246,9 @@ def pack(checkout: Path, operator: FoundOperator) -> bytes:
     if len(operator.files) > MAX_BUNDLE_FILES:
         raise SubmissionError(f"{operator.folder}: the bundle has {len(operator.files)} files, over {MAX_BUNDLE_FILES}")
     members = [(rel.removeprefix(prefix) if inside else rel, (root / rel).read_bytes()) for rel in operator.files]
+    if operator.task:  # flat, with the task as task_desc.py: how a benchmark run keeps custom/<op>/
+        members = [("task_desc.py" if rel == operator.task else Path(rel).name, (root / rel).read_bytes())
+                   for rel in operator.files]
     if operator.entry:
         members.append((ENTRY_FILE, json.dumps({"entry": operator.entry, "operator": operator.name}).encode()))
     data = archive.write_zip(members)

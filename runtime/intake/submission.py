@@ -8,7 +8,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runtime.intake import discover, imports, testmodule
+from runtime.intake import discover, imports, kernelbench, testmodule
 from runtime.intake.archive import is_archive, unpack
 from runtime.intake.cases import CaseFile, load_case_file
 from runtime.errors import SubmissionError
@@ -40,6 +40,7 @@ class Submission:
     golden: Entry | None = None
     script: str | None = None  # relative path of the script
     sys_path: list[str] = field(default_factory=list)  # folders (relative) the job puts on sys.path first
+    task: str | None = None  # a KernelBench task file (relative): golden is its Model (runtime/intake/kernelbench.py)
 
     @property
     def python_files(self) -> list[str]:
@@ -54,16 +55,29 @@ def load(path: Path, workdir: Path) -> Submission:
     if path.is_file() and is_archive(path):
         unpacked = unpack(path, workdir / "unpacked")
         top = _single_top_dir(unpacked)
+        if kernelbench.is_operator_dir(top):
+            return load_task(top)
         if not (top / CASE_FILE).is_file():  # a bundle packed from a checkout (runtime.intake.discover.pack)
             return _single_operator(top)
         return _load_package(top, fallback_name=_archive_stem(path))
     if path.is_file() and path.suffix == ".py":
         return load_script(path)
+    if kernelbench.is_operator_dir(path) and not (path / CASE_FILE).is_file():
+        return load_task(path)
     if path.is_dir() and not (path / CASE_FILE).is_file():
         return _single_operator(path)
     if path.is_dir():
         return _load_package(path, fallback_name=path.resolve().name)
     raise SubmissionError(f"{path}: expected an operator package (folder, .zip, .tar.gz) or a .py script")
+
+
+def load_task(op_dir: Path, task: Path | None = None) -> Submission:
+    """A KernelBench task and the operator dir written for it (docs/kernelbench.md §1)."""
+    op = kernelbench.load(op_dir, task)
+    file, function = op.impl
+    return Submission(kind="package", name=op.name, root=op.root, sha256=_digest(op.root, op.files), files=op.files,
+                      case_file=CaseFile(op_name=op.name, cases=op.cases), impl=Entry(file, function),
+                      golden=Entry(op.task, "Model"), sys_path=op.sys_path, task=op.task)
 
 
 def copy_into(sub: Submission, dest: Path) -> Path:
@@ -144,8 +158,9 @@ def _single_operator(folder: Path) -> Submission:
     if len(runnable) == 1:
         return load_operator(folder, runnable[0])
     if not found:
+        hint = "; a KernelBench operator needs its task: --task TASK.py" if kernelbench.impl_ops(folder) else ""
         raise SubmissionError(f"{folder.name}: missing {CASE_FILE} (an operator package needs it), and no operator "
-                              "found under it (docs/realops.md §5)")
+                              f"found under it (docs/realops.md §5){hint}")
     if not runnable:
         raise SubmissionError(f"{folder.name}: no runnable operator: {found[0].name}: {found[0].problem}")
     raise SubmissionError(f"{folder.name}: a checkout with {len(runnable)} operators "
@@ -302,6 +317,10 @@ def load_operator(checkout: Path, operator: discover.FoundOperator) -> Submissio
     root = Path(checkout).resolve()
     if operator.route == "none":
         raise SubmissionError(f"{operator.name}: cannot run: {operator.problem}")
+    if operator.task:  # a benchmark run's operator and its KernelBench task
+        sub = load_task(root / operator.folder, root / operator.task)
+        sub.name = operator.name
+        return sub
     if operator.entry:
         sub = load_script(root / operator.entry, root, operator.files)
         sub.name = operator.name

@@ -21,7 +21,7 @@ import torch
 
 from runtime.evidence import costmodel, dumps, flow, graph_verify, instrument, metrics
 from runtime.fence import integrity
-from runtime.job import plainrun, provenance, pytest_run
+from runtime.job import kernelbench, plainrun, provenance, pytest_run
 from runtime.devices import standin
 from runtime.job import timing
 from runtime.devices import device as device_mod
@@ -199,9 +199,10 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
     params = case.get("params") or {}
     tolerance = (float(req["tolerance"][0]), float(req["tolerance"][1]))
     with stage(rec, "golden", src):
-        golden_fn = load_function(src, req["golden"])
+        task = kernelbench.Task.of(req, device.place)  # a KernelBench task, else None (docs/kernelbench.md §2)
+        golden_fn = task.golden if task else load_function(src, req["golden"])
         torch.manual_seed(case["seed"])
-        inputs = [device.place(make_input(spec)) for spec in case["inputs"]]
+        inputs = task.inputs if task else [device.place(make_input(spec)) for spec in case["inputs"]]
         goldens, in_place = _golden(golden_fn, inputs, params)
     rec.inputs, rec.goldens = inputs, goldens  # for launch hooks (graph verify)
     # What is compared: every output, then every input the golden wrote into (docs/realops.md §7).
@@ -214,10 +215,12 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
     _scrub_freed_memory([*inputs, *expected], int(req["limits"]["memory_bytes"]) // SCRUB_SHARE)
     graph = _install_graph_verify(req, rec, case, tolerance)
     with stage(rec, mode, src):
-        wrapper = load_function(src, req["impl"])
-        kernel_flow = flow.start()
+        wrapper, weights = task.operator(req["impl"]) if task else (load_function(src, req["impl"]), [])
+        rec.inputs = [*inputs, *weights]  # a ModelNew's weights are inputs of its kernels, not outputs
+        kernel_flow = flow.start(maths=task is not None, src_dir=src)  # S4 for KernelBench tasks
         with kernel_flow:  # entered before the wrapper's code runs (docs/realops.md §7)
             result = wrapper(*inputs, **params)
+        kernelbench.report_outside_maths(rec.events, kernel_flow.outside)
         device.synchronize()
     with stage(rec, "compare", src):
         outputs = as_outputs(result, "the wrapper")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from server.api import audit, cases, exports, ingest, internal, jobs, operators, submissions, suites, workers
+from server.api import audit, benchmarks, cases, exports, ingest, internal, jobs, operators, submissions, suites, workers
 
 API_PREFIX = "/api/v1"
 
@@ -17,4 +17,5 @@ def api_router() -> APIRouter:
     router.include_router(ingest.router)
     router.include_router(exports.router)
     router.include_router(audit.router)
+    router.include_router(benchmarks.router)
     return router

@@ -50,6 +50,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                  + [f"/suite-runs/{i}" for i in session.scalars(select(SuiteRun.id))])
     suite = info["suite"]
     pages.append(f"/suite-runs/{suite['second']}/compare/{suite['first']}")
+    pages.append("/benchmarks/nightly")  # the seed's suite, as operators × runs
     with serve(app) as base:
         yield {"base": base, "app": app, "pages": pages, **info}
 

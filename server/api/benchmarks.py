@@ -1,0 +1,17 @@
+"""A benchmark suite's tasks × runs, as the dashboard's benchmark page shows it (docs/kernelbench.md §6)."""
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from server.api.deps import SessionDep
+from server.auth import ReadCaller
+from server.schemas.benchmark import BenchmarkRead
+from server.services import benchmark_view
+
+router = APIRouter(prefix="/benchmarks", tags=["suites"])
+
+
+@router.get("/{suite}", response_model=BenchmarkRead, summary="A benchmark suite: tasks × runs, levels, disagreements")
+def read_benchmark(suite: str, caller: ReadCaller, session: SessionDep) -> BenchmarkRead:
+    """Our verdict per task and run (newest first), the gym's own verdict, pass rates per level."""
+    return BenchmarkRead.model_validate(benchmark_view.as_dict(benchmark_view.view(session, suite)))

@@ -169,6 +169,8 @@ def install(rec: Any, cfg: dict[str, Any], output_args: list[int | str] | None,
     if _STOCK_SETUP is None:
         _STOCK_SETUP = JitCallableWrapper._setup_verify_data
         JitCallableWrapper._setup_verify_data = staticmethod(_setup_verify_data_cpu)
+    if rec.launch_seal is not None:
+        rec.launch_seal.allow(JitCallableWrapper, "_setup_verify_data")
     run = GraphRun(rec, output_args, tolerance, bool(cfg.get("verify_passes")))
     rec.before_launch.append(run.before_launch)
     return run, None

@@ -211,7 +211,7 @@ def _pypto_verify(files: JobFiles, events: list[dict[str, Any]], launches: list[
         if not launch["call"]:
             continue
         key = "pypto_graph" if launch["index"] < graph_count else "pypto_passes"
-        for folder, _ in _verify_csvs(files, f"output/{launch['call']}"):
+        for folder in sorted({f for f, _ in _verify_csvs(files, f"output/{launch['call']}")}):  # each CSV once
             data = files.read_or_none(f"output/{launch['call']}/{folder}/{graph_verify.CSV_NAME}",
                                       graph_verify.MAX_CSV_BYTES)
             rows = graph_verify.csv_rows(data or b"")

@@ -48,6 +48,8 @@ def of_case(verdict: str, mode: str, stage: str = "") -> int:
         return UNUSABLE
     if verdict == verdicts.NOT_RUN and stage == "device":
         return INFRA
+    if verdict == verdicts.NOT_RUN and stage == verdicts.HARNESS_STAGE:
+        return INFRA  # our own code failed: nothing is known about the kernel (runtime.judge.outcome)
     if verdict == verdicts.NOT_RUN and stage == verdicts.ENVIRONMENT_STAGE:
         return INFRA  # this host's Python lacks a package the submission imports (runtime/judge/envgap.py)
     if verdict == verdicts.NOT_RUN and stage == verdicts.NO_KERNEL_STAGE:

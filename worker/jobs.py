@@ -36,7 +36,8 @@ GIB = 2**30
 # How a resource_limit verdict tells a service user to raise the limit their case hit.
 WORKER_LIMIT_FLAGS = {"memory": "the server's CASE_MEMORY_GIB setting (ask its admin)",
                       "processes": "the worker's runtime default (ask its admin)",
-                      "disk": "the worker's runtime default (ask its admin)"}
+                      "disk": "the worker's runtime default (ask its admin)",
+                      "files": "the worker's runtime default (ask its admin)"}
 # Outcomes of run_job.
 SKIPPED = "skipped"  # not claimable: another delivery has it, or it was cancelled or re-queued
 STORED = "stored"  # the server stored our result

@@ -64,7 +64,7 @@ def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict
                    if privileged else (None, "not root: no job cgroup; memory is watched by polling RSS"))
     if why:
         iso.notes.append(why)
-    guard = Guard(limits.memory_bytes, limits.disk_bytes, job_dir, cgroup, limits.nproc, iso.private_dirs)
+    guard = Guard(limits.memory_bytes, limits.disk_bytes, job_dir, cgroup, limits.nproc, iso.private_dirs, limits.files)
     # Root mounts it or the job does not start; without root (a user namespace) it is tried, not claimed.
     iso.fresh_proc = privileged and iso.pid_namespace and iso.mount_namespace
     iso.memory_limit = f"cgroup v{cgroup.version}" if cgroup else "rss watchdog"

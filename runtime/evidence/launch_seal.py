@@ -1,5 +1,5 @@
 """In the job process, at each launch: pypto's own code runs it, and pypto's verify CSV is taken as it left it
-(docs/SECURITY.md §E).
+(docs/SECURITY.md).
 
 - **The kernel object.** pypto's launch calls its own methods through the kernel object (`self._run_with_cpu`
   runs after the graph wrote the outputs), so an attribute set on that object shadows pypto's method for that

@@ -1,11 +1,12 @@
-"""In the job process: report the submission's first forbidden act to the leader as it happens (docs/SECURITY.md §E).
+"""In the job process: report the submission's first forbidden act to the leader as it happens (docs/SECURITY.md).
 
 A Python audit hook (`sys.addaudithook`), installed before any submitted code runs, sees every `ctypes` use,
-every file opened for writing, renamed or removed, process starts, and every attribute set on a class or a
-function's code. The submission cannot remove it. When such an act comes from code outside the harness and
-touches what the verdict rests on (pypto's call folders, its logs, pypto's, torch's or our classes and code,
-raw memory through `ctypes`), the hook writes a `tamper` event on the job's event pipe right then, before the
-code that did it can undo it: the leader holds it, and the case can no longer be accepted.
+every file opened for writing, renamed or removed, and every `__code__` or `__class__` assignment (Python 3.11
+audits no other attribute set: class patches are caught at each launch, runtime.evidence.launch_seal). The
+submission cannot remove it. When such an act comes from code outside the harness and touches what the verdict
+rests on (pypto's call folders, its logs, a process's memory file, pypto's, torch's or our functions and
+objects, raw memory through `ctypes`), the hook writes a `tamper` event on the job's event pipe right then,
+before the code that did it can undo it: the leader holds it, and the case can no longer be accepted.
 
 Everything the hook calls is captured when it is installed, so patching `os`, `json`, `sys` or the builtins
 afterwards changes nothing it does. Whose act it is: the innermost frame outside the standard library; the
@@ -28,7 +29,6 @@ MAX_REPORTS = 20  # the first acts are what matter; more is noise on the pipe
 # Audited events about files: (name, index of the path argument).
 FILE_EVENTS = {"os.rename": 0, "os.remove": 0, "os.rmdir": 0, "os.truncate": 0, "os.link": 1, "os.symlink": 1,
                "shutil.rmtree": 0, "shutil.move": 0, "os.chmod": 0, "os.utime": 0}
-PROCESS_EVENTS = ("os.fork", "os.exec", "os.posix_spawn", "os.spawn", "subprocess.Popen", "os.system")
 GUARDED_MODULES = ("pypto", "torch", "numpy", "runtime")
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # the runtime package
@@ -92,7 +92,9 @@ def install(fd: int, guarded_dirs: list[str]) -> None:
 
     def touches(value: Any) -> bool:
         path = path_of(value)
-        return path is not None and (path + os.sep).startswith(guarded)
+        # A process's memory file writes any byte of it (pypto's buffered CSV, the outputs) without ctypes.
+        return path is not None and ((path + os.sep).startswith(guarded) or (
+            path.startswith("/proc/") and path.endswith("/mem")))
 
     def guarded_object(obj: Any) -> bool:
         if isinstance_(obj, type_):
@@ -122,8 +124,6 @@ def install(fd: int, guarded_dirs: list[str]) -> None:
                 and args[1].startswith((_HERE, *_LIBRARIES)) \
                 and not getframe(2).f_code.co_filename.startswith("<frozen importlib"):
             return f"compiled code under the file name {args[1]} of the harness or a library it trusts"
-        if event in PROCESS_EVENTS:
-            return f"started a process ({event})"
         return None
 
     def hook(event: str, args: tuple[Any, ...]) -> None:

@@ -114,7 +114,30 @@ def hide(out, want):
 def after_launch(out):
     out.copy_(_want)
 '''
-ATTACKS = {"instance_attr": INSTANCE_ATTR, "pypto_function": PYPTO_FUNCTION, "pypto_class": PYPTO_CLASS,
+# torch's functions the harness's compare calls answer "equal" for everything, after the launch.
+TORCH_COMPARE = REWRITE + AT_RESULT + '''
+_armed = []
+_real = {name: getattr(torch.Tensor, name) for name in ("__sub__", "sub", "abs")}
+_isclose, _allclose, _isfinite = torch.isclose, torch.allclose, torch.isfinite
+
+def _zero(name):
+    def method(self, *args, **kwargs):
+        value = _real[name](self, *args, **kwargs)
+        return value * 0 if _armed else value
+    return method
+
+for _name in _real:
+    setattr(torch.Tensor, _name, _zero(_name))
+torch.isclose = lambda a, b, *x, **k: torch.ones_like(a, dtype=torch.bool) if _armed else _isclose(a, b, *x, **k)
+torch.allclose = lambda a, b, *x, **k: True if _armed else _allclose(a, b, *x, **k)
+
+def hide(out, want):
+    pass
+
+def after_launch(out):
+    _armed.append(1)
+'''
+ATTACKS = {"instance_attr": INSTANCE_ATTR, "torch_compare": TORCH_COMPARE, "pypto_function": PYPTO_FUNCTION, "pypto_class": PYPTO_CLASS,
            "after_launch": AFTER_LAUNCH}
 
 
@@ -127,4 +150,3 @@ def test_forgeries_that_do_not_name_crosscheck_are_never_acceptable(warm_sim, ca
     assert case.kernel_launches == 1, (case.verdict, case.verdict_reason, case.error)
     assert not verdicts.acceptable(case.verdict, "sim"), (case.verdict, case.verdict_reason)
     assert case.verdict == verdicts.SUSPECT_FAKE_PASS, (case.verdict, case.verdict_reason)
-    print(name, case.evidence["contradictions"])

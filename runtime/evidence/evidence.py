@@ -228,15 +228,17 @@ def _as_launched(events: list[dict[str, Any]],
     """The graph calls' golden rows as the job sent them right after each launch (runtime.evidence.launch_seal),
     and where the files the leader read differ from them: edited after the launch, or never sent."""
     sent: dict[int, list[dict[str, str]]] = {}
+    seen: set[tuple[int, str]] = set()
     edits: list[str] = []
     for e in events:
         if e.get("event") != "graph_csv" or not isinstance(e.get("launch"), int):
             continue
-        rows = verify_recheck.golden_rows(graph_verify.csv_rows(str(e.get("text", "")).encode()))
-        if e["launch"] in sent and not rows:
+        key = (e["launch"], str(e.get("folder", "")))
+        if key in seen:
+            edits.append(f"the verify CSV {key[1]} of launch {key[0]} was sent more than once")
             continue
-        if e["launch"] in sent:
-            edits.append(f"the golden rows of launch {e['launch']}'s verify CSV were sent more than once")
+        seen.add(key)
+        rows = verify_recheck.golden_rows(graph_verify.csv_rows(str(e.get("text", "")).encode()))
         sent.setdefault(e["launch"], []).extend(rows)
     for launch, rows in sorted(by_launch.items()):
         if launch not in sent:

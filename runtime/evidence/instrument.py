@@ -143,7 +143,7 @@ def _patch_jit(rec: Recorder, events: Events) -> None:
 
     original = JitCallableWrapper.__call__
     forced = RUN_MODE_VALUES[rec.mode]
-    # pypto's class and its log folder's getter as they are now, before any submission code (runtime.evidence.launch_seal)
+    # pypto's class and its log folder's getter as they are before any submission code (runtime.evidence.launch_seal)
     seal = launch_seal.Seal(JitCallableWrapper, pypto.pypto_impl.LogTopFolder,
                             audit.emitter(events.fd) if events.fd is not None else None,
                             [sys.modules[JitCallableWrapper.__module__], pypto.pypto_impl])

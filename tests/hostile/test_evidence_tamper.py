@@ -137,7 +137,29 @@ def hide(out, want):
 def after_launch(out):
     _armed.append(1)
 '''
-ATTACKS = {"instance_attr": INSTANCE_ATTR, "torch_compare": TORCH_COMPARE, "pypto_function": PYPTO_FUNCTION, "pypto_class": PYPTO_CLASS,
+# A thread that waits for the graph to write `out` inside the launch, then copies the golden over it: no patch
+# of anything is in place at the launch's start or end.
+THREAD = REWRITE + AT_RESULT + '''
+import threading, time
+
+def hide(out, want):
+    first = out.clone()
+
+    def race():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if not torch.equal(out, first):
+                out.copy_(want)
+                return
+            time.sleep(0.0005)
+
+    threading.Thread(target=race, daemon=True).start()
+
+def after_launch(out):
+    time.sleep(0.2)
+'''
+ATTACKS = {"instance_attr": INSTANCE_ATTR, "thread": THREAD, "torch_compare": TORCH_COMPARE, "pypto_function": PYPTO_FUNCTION,
+           "pypto_class": PYPTO_CLASS,
            "after_launch": AFTER_LAUNCH}
 
 

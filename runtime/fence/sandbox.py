@@ -174,8 +174,9 @@ def device_groups() -> list[int]:
     return sorted(g for g in gids if g != 0)
 
 
-def enter(limits: Limits, uid: int | None, groups: list[int] | None = None, in_cgroup: bool = False) -> None:
-    """In the job process: resource limits, then the unprivileged uid. Irreversible.
+def enter(limits: Limits, uid: int | None, groups: list[int] | None = None, in_cgroup: bool = False) -> str:
+    """In the job process: resource limits, the unprivileged uid, the syscall filter. Irreversible.
+    Returns '' or why the syscall filter could not be loaded (for the sandbox notes).
 
     In a job cgroup, its pids.max is the process limit, and RLIMIT_NPROC only a loose backstop: the
     cgroup then is what refuses the fork, and it records that, so the job gets a resource_limit verdict.
@@ -193,9 +194,7 @@ def enter(limits: Limits, uid: int | None, groups: list[int] | None = None, in_c
         os.setgid(uid)
         os.setuid(uid)
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    why = syscalls.load(_libc)  # no user namespaces, no keyrings (runtime.fence.syscalls)
-    if why:
-        os.write(2, f"crosscheck sandbox: {why}\n".encode())  # lands in the case's stderr log
+    return syscalls.load(_libc)  # no user namespaces, no keyrings (runtime.fence.syscalls)
 
 
 def die_with_parent() -> None:

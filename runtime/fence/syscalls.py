@@ -68,7 +68,7 @@ def program() -> list[tuple[int, int, int, int]]:
 
 
 def load(libc: Any) -> str:
-    """Load the filter into this process (after no_new_privs). '' when loaded, else why not."""
+    """Load the filter into this process (after no_new_privs): "" when loaded, else why not (the sandbox notes)."""
     if platform.machine() != "x86_64":
         return f"no seccomp filter on {platform.machine()}: the job may make user namespaces and keyring keys"
     code = program()

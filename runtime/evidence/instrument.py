@@ -153,6 +153,7 @@ def _patch_jit(rec: Recorder, events: Events) -> None:
         self._runtime_options["run_mode"] = forced
         seal.kernel_object(self, "before", len(rec.launches), remove=True)
         seal.replaced("before", len(rec.launches))
+        seal.concurrent("before", len(rec.launches))
         if not rec.observing:
             return original(self, *args, **kwargs)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
@@ -180,6 +181,7 @@ def _patch_jit(rec: Recorder, events: Events) -> None:
             seal.verify_csvs(len(rec.launches))  # before any submitted code runs again
             seal.kernel_object(self, "during", len(rec.launches), remove=False)
             seal.replaced("during", len(rec.launches))
+            seal.concurrent("during", len(rec.launches))
             record = LaunchRecord(name, tensors, written, duration, _last_output_dir(), error,
                                   [storage_id(t) for t in tensors], [w.before for w in watches], hashes)
             rec.launches.append(record)

@@ -14,9 +14,13 @@ Every function used here is captured when the module is imported (in the warm pa
 """
 from __future__ import annotations
 
+import _thread
 import ctypes
+import gc
 import io
 import os
+import signal
+import sys
 from typing import Any, Callable
 
 import _csv
@@ -31,6 +35,10 @@ _GETATTRIBUTE = object.__getattribute__
 _DICT_KEYS, _DICT_POP = dict.keys, dict.pop
 _TYPE, _ISINSTANCE, _LIST, _SORTED, _STR, _NEXT, _VARS = type, isinstance, list, sorted, str, next, vars
 _MRO = type.__dict__["__mro__"].__get__
+_THREADS, _GC_CALLBACKS, _GETPROFILE, _GETTRACE = _thread._count, gc.callbacks, sys.getprofile, sys.gettrace
+_GETSIGNAL, _DEFAULT_INT = signal.getsignal, signal.default_int_handler
+_SIGNALS = [s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)]
+_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # the runtime package
 
 Emit = Callable[[str, dict[str, Any]], None]
 
@@ -44,6 +52,7 @@ class Seal:
                         for name, value in vars(klass).items()
                         if isinstance(value, (staticmethod, classmethod)) or callable(value)}
         self.code = self._code()
+        self.threads = _THREADS()
 
     def _code(self) -> dict[str, int]:
         """Who pypto's launch path is: its jit class's attributes and its launch modules' functions."""
@@ -52,6 +61,28 @@ class Seal:
             found.update({f"{module.__name__}.{n}": id(v) for n, v in _LIST(_VARS(module).items()) if callable(v)})
         return found
 
+    def concurrent(self, when: str, index: int) -> None:
+        """Report what of the submission's could run Python inside a launch without patching anything: its own
+        threads, a garbage-collector callback, a signal handler, a profile or trace function. Inside the launch
+        it could overwrite the graph's result and pypto's buffered CSV before the harness reads them."""
+        found = []
+        if _THREADS() > self.threads:
+            found.append(f"{_THREADS() - self.threads} Python thread(s) of its own")
+        if _GC_CALLBACKS:
+            found.append("a garbage-collector callback")
+        if _GETPROFILE() is not None or _GETTRACE() is not None:
+            found.append("a profile or trace function")
+        for sig in _SIGNALS:
+            handler = _GETSIGNAL(sig)
+            code = getattr(handler, "__code__", None)
+            if callable(handler) and handler is not _DEFAULT_INT and not (
+                    code is not None and code.co_filename.startswith(_HERE)):
+                found.append(f"a handler of signal {int(sig)}")
+                break
+        if found and self.emit is not None:
+            self.emit("tamper", {"what": f"had {', '.join(found)} able to run during the launch ({when} launch "
+                                         f"{index})", "file": "", "line": 0})
+
     def allow(self, cls: type, name: str) -> None:
         """The harness's own patch of pypto's class (runtime.evidence.graph_verify), taken as pypto's."""
         self.code[f"{cls.__qualname__}.{name}"] = id(_VARS(cls)[name])
@@ -59,6 +90,7 @@ class Seal:
     def renew(self) -> None:
         """Take pypto's launch code as it is now: only before any submitted code ran (runtime.evidence.instrument)."""
         self.code = self._code()
+        self.threads = _THREADS()  # the harness's own, if any
 
     def replaced(self, when: str, index: int) -> None:
         """Report pypto's launch code that is not what it was before the submission ran (a class patch)."""

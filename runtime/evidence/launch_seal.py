@@ -4,7 +4,9 @@
 - **The kernel object.** pypto's launch calls its own methods through the kernel object (`self._run_with_cpu`
   runs after the graph wrote the outputs), so an attribute set on that object shadows pypto's method for that
   kernel. Before and after each launch such attributes are reported and, before it, removed: the launch runs
-  the class's methods. A kernel object of another class than pypto's that overrides one is reported too.
+  the class's methods. A kernel object of another class than pypto's that overrides one is reported too, as
+  are pypto's launch code replaced since the seal and what of the submission's could run inside the launch
+  without a patch (its threads, garbage-collector callbacks, signal handlers, profile or trace functions).
 - **pypto's verify CSV.** The calculator's numbers reach a file the job can edit. Right after the launch,
   before the submission's code runs again, its stdio is flushed and the golden rows of this launch's CSVs are
   sent to the leader, which holds the file it reads later against them.

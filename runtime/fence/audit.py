@@ -10,9 +10,10 @@ before the code that did it can undo it: the leader holds it, and the case can n
 
 Everything the hook calls is captured when it is installed, so patching `os`, `json`, `sys` or the builtins
 afterwards changes nothing it does. Whose act it is: the innermost frame outside the standard library; the
-harness's own frames (under the `runtime` package's folder) are allowed, and for attributes set on classes
-pypto's, torch's and numpy's too (they do so as they import). Code compiled under one of those files' names
-(other than by an import) is itself reported.
+harness's own frames (under the `runtime` package's folder) and installed libraries' (site-packages, pypto,
+torch, numpy) are allowed: they act on their own (classes set as they import, a library's own `ctypes` or log
+files on an NPU host), and what a submission routes through them is still held against the CSV as the launch
+left it. Code compiled under one of those files' names (other than by an import) is itself reported.
 """
 from __future__ import annotations
 
@@ -34,9 +35,10 @@ WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # the runtime package
 _STDLIB = sysconfig.get_paths()["stdlib"] + os.sep
 _SITE = tuple(sorted({sysconfig.get_paths()[k] + os.sep for k in ("purelib", "platlib")}))
-# pypto's, torch's and numpy's own code sets attributes on their classes as they import (NamedTuple, dataclasses).
+# Installed code acts on its own (pypto's, torch's classes set as they import; a library's ctypes or log files).
 _LIBRARIES = tuple(os.path.dirname(importlib.util.find_spec(m).origin or "") + os.sep  # type: ignore[union-attr]
                    for m in ("pypto", "torch", "numpy") if importlib.util.find_spec(m) is not None)
+_TRUSTED = (_HERE, *_SITE, *_LIBRARIES)
 
 
 def emitter(fd: int) -> Callable[[str, dict[str, Any]], None]:
@@ -69,15 +71,14 @@ def install(fd: int, guarded_dirs: list[str]) -> None:
     guarded = tuple_(realpath(d) + os.sep for d in guarded_dirs)
     state = {"busy": False, "sent": 0}
 
-    def culprit(libraries: bool) -> tuple[str, int] | None:
-        """(file, line) of the innermost frame outside the standard library; None when it is the harness's
-        (or, with `libraries`, pypto's, torch's or numpy's)."""
+    def culprit() -> tuple[str, int] | None:
+        """(file, line) of the innermost frame outside the standard library; None when it is the harness's or
+        an installed library's (pypto, torch, numpy, site-packages: their own acts, e.g. on an NPU host)."""
         frame = getframe(2)
         while frame is not None:
             name = frame.f_code.co_filename
             if not (name.startswith("<frozen ") or (name.startswith(_STDLIB) and not name.startswith(_SITE))):
-                trusted = name.startswith(_HERE) or (libraries and name.startswith(_LIBRARIES))
-                return None if trusted else (name, frame.f_lineno)
+                return None if name.startswith(_TRUSTED) else (name, frame.f_lineno)
             frame = frame.f_back
         return ("<unknown>", 0)
 
@@ -121,7 +122,7 @@ def install(fd: int, guarded_dirs: list[str]) -> None:
             return f"set {args[1]!s:.100} on a {'class' if isinstance_(args[0], type_) else 'object'} of pypto, " \
                    "torch or the harness"
         if event == "compile" and len_(args) >= 2 and isinstance_(args[1], str_) \
-                and args[1].startswith((_HERE, *_LIBRARIES)) \
+                and args[1].startswith(_TRUSTED) \
                 and not getframe(2).f_code.co_filename.startswith("<frozen importlib"):
             return f"compiled code under the file name {args[1]} of the harness or a library it trusts"
         return None
@@ -133,7 +134,7 @@ def install(fd: int, guarded_dirs: list[str]) -> None:
         try:
             found = what(event, args)
             if found is not None:
-                where = culprit(event == "object.__setattr__")
+                where = culprit()
                 if where is not None:
                     state["sent"] += 1
                     emit("tamper", {"what": found[:500], "file": where[0][-300:], "line": where[1]})

@@ -5,7 +5,7 @@
 | 0    | acceptable: every case got an acceptable verdict for its mode |
 | 1    | kernel defect: at least one case shows the kernel is wrong (or the submission never ran one) |
 | 2    | unusable input: the submission (or its golden) cannot be judged, or the server refused it, or it was written for another pypto than the one that ran it (version_skew: no fault of the kernel, and a retry will not help) |
-| 3    | infrastructure: our side failed, no online worker/host can run the mode (or this host's SIM cannot simulate the kernel: sim_unsupported), or a case hit the job's memory, process or disk limit (resource_limit: raise it with the flag its reason names); nothing is known about the kernel |
+| 3    | infrastructure: our side failed (a harness exception: `not_run` at stage `harness`, with its traceback), no online worker/host can run the mode (or this host's SIM cannot simulate the kernel: sim_unsupported), or a case hit the job's memory, process or disk limit (resource_limit: raise it with the flag its reason names); nothing is known about the kernel |
 
 A script case that exited 0 and launched no jit kernel (`not_run`, stage `no_kernel`) counts for nothing:
 there was no kernel to be wrong. A run of only such cases judged nothing and exits 2 (docs/realops.md §9).
@@ -48,6 +48,8 @@ def of_case(verdict: str, mode: str, stage: str = "") -> int:
         return UNUSABLE
     if verdict == verdicts.NOT_RUN and stage == "device":
         return INFRA
+    if verdict == verdicts.NOT_RUN and stage == verdicts.HARNESS_STAGE:
+        return INFRA  # our own code failed: nothing is known about the kernel (runtime.judge.outcome)
     if verdict == verdicts.NOT_RUN and stage == verdicts.ENVIRONMENT_STAGE:
         return INFRA  # this host's Python lacks a package the submission imports (runtime/judge/envgap.py)
     if verdict == verdicts.NOT_RUN and stage == verdicts.NO_KERNEL_STAGE:

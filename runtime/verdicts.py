@@ -40,6 +40,8 @@ SKIPPED_STAGE = "skipped"
 ARGUMENTS_STAGE = "arguments"
 # The stage of a case this host's Python stopped before any kernel ran (runtime/judge/envgap.py).
 ENVIRONMENT_STAGE = "environment"
+# The stage of a case the harness's own code failed (in the job, its leader or the warm parent): infrastructure.
+HARNESS_STAGE = "harness"
 SUSPECT_FAKE_PASS = "suspect_fake_pass"
 SIM_OUTPUT_UNWRITTEN = "sim_output_unwritten"
 SIM_GARBAGE_GRAPH_OK = "sim_garbage_graph_ok"

@@ -36,7 +36,9 @@ GIB = 2**30
 # How a resource_limit verdict tells a service user to raise the limit their case hit.
 WORKER_LIMIT_FLAGS = {"memory": "the server's CASE_MEMORY_GIB setting (ask its admin)",
                       "processes": "the worker's runtime default (ask its admin)",
-                      "disk": "the worker's runtime default (ask its admin)"}
+                      "disk": "the worker's runtime default (ask its admin)",
+                      "files": "the worker's runtime default (ask its admin)"}
+MAX_TRACEBACK_CHARS = 4000
 # Outcomes of run_job.
 SKIPPED = "skipped"  # not claimable: another delivery has it, or it was cancelled or re-queued
 STORED = "stored"  # the server stored our result
@@ -140,7 +142,8 @@ def _execute(ctx: WorkerContext, job: dict[str, Any], tmp: Path, beat: JobHeartb
         log.exception("job.internal_error job_id=%s", job["id"])
         ctx.warm(job["mode"]).reset()
         summary = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        return {"error": f"internal worker error: {summary}"}
+        # Ours, not the kernel's (infrastructure): the traceback goes with it, its last lines.
+        return {"error": f"internal worker error: {summary}\n{traceback.format_exc()[-MAX_TRACEBACK_CHARS:]}"}
     return {"report": report.to_dict(), "cancelled": report.cancelled,
             "artifacts": pack_artifacts(report, tmp / "artifacts")}
 

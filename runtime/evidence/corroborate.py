@@ -87,6 +87,12 @@ def _stream(out: Checked, events: list[dict[str, Any]], found: dict[str, Any]) -
     for kind in ("result", "script_result", "golden", "integrity"):
         if _count(events, kind) > 1:
             out.contradictions.append(f"the job sent its '{kind}' event {_count(events, kind)} times")
+    tampered = [e for e in events if e.get("event") == "tamper"]
+    if tampered:  # reported as it happened (runtime.fence.audit, runtime.evidence.launch_seal)
+        first = tampered[0]
+        where = f" at {str(first.get('file'))[-200:]}:{first.get('line')}" if first.get("file") else ""
+        more = f" (and {len(tampered) - 1} more)" if len(tampered) > 1 else ""
+        out.contradictions.append(f"the job tampered with the evidence: it {str(first.get('what'))[:400]}{where}{more}")
     integrity = next((e for e in events if e.get("event") == "integrity"), None)
     finished = any(e.get("event") in ("result", "script_result") for e in events)
     if integrity is not None and not integrity.get("ok"):
@@ -121,5 +127,9 @@ def _recheck(out: Checked, rc: Any, result_ev: dict[str, Any]) -> None:
             out.contradictions.append(f"output {i}: the job says its launch {said} it; the dumped bytes say otherwise")
     out.per_output = [{"metrics": o.get("metrics"), "graph_metrics": o.get("graph_metrics")} for o in outputs]
     out.changed_after_launch = any(o.get("changed_after_launch") for o in outputs)
+    if out.changed_after_launch and rc.get("graph_metrics") is not None:
+        # The graph's result is what the launch left; bytes written over it afterwards are nobody's evidence.
+        out.contradictions.append("an output changed after its last launch wrote the graph's result into it: code "
+                                  "outside the kernel overwrote it")
     out.graph_written = bool(outputs) and all(o.get("launch_wrote") for o in outputs)
     out.output_written = out.graph_written and not out.changed_after_launch

@@ -63,7 +63,8 @@ def collect(request: dict[str, Any], events: list[dict[str, Any]], uid: int | No
         out.update(_pypto_verify(files, events, launches))
         out["recheck"] = _recheck(request, events, JobFiles(dirs.root / "results", uid))
         rechecked = out["recheck"].get("outputs") if isinstance(out["recheck"], dict) else None
-        out["verify_csv_contradictions"] = verify_recheck.contradictions(out.pop("graph_rows"), rechecked or [])
+        out["verify_csv_contradictions"] = out.pop("graph_csv_edits") + verify_recheck.contradictions(
+            out.pop("graph_rows"), rechecked or [])
     except Exception as exc:  # noqa: BLE001 - the harness's own failure: reported, never fatal
         out["notes"].append(f"evidence collection failed: {type(exc).__name__}: {exc}"[:500])
     out["refused"] = files.refused[:MAX_REFUSED]
@@ -210,7 +211,7 @@ def _pypto_verify(files: JobFiles, events: list[dict[str, Any]], launches: list[
         if not launch["call"]:
             continue
         key = "pypto_graph" if launch["index"] < graph_count else "pypto_passes"
-        for folder, _ in _verify_csvs(files, f"output/{launch['call']}"):
+        for folder in sorted({f for f, _ in _verify_csvs(files, f"output/{launch['call']}")}):  # each CSV once
             data = files.read_or_none(f"output/{launch['call']}/{folder}/{graph_verify.CSV_NAME}",
                                       graph_verify.MAX_CSV_BYTES)
             rows = graph_verify.csv_rows(data or b"")
@@ -218,8 +219,39 @@ def _pypto_verify(files: JobFiles, events: list[dict[str, Any]], launches: list[
             if key == "pypto_graph":
                 by_launch.setdefault(launch["index"], []).extend(verify_recheck.golden_rows(rows))
     found: dict[str, Any] = {key: graph_verify.summarize_pypto(rows) if rows else None for key, rows in groups.items()}
-    found["graph_rows"] = by_launch
+    found["graph_rows"], found["graph_csv_edits"] = _as_launched(events, by_launch)
     return found
+
+
+def _as_launched(events: list[dict[str, Any]],
+                 by_launch: dict[int, list[dict[str, str]]]) -> tuple[dict[int, list[dict[str, str]]], list[str]]:
+    """The graph calls' golden rows as the job sent them right after each launch (runtime.evidence.launch_seal),
+    and where the files the leader read differ from them: edited after the launch, or never sent."""
+    sent: dict[int, list[dict[str, str]]] = {}
+    seen: set[tuple[int, str]] = set()
+    edits: list[str] = []
+    for e in events:
+        if e.get("event") != "graph_csv" or not isinstance(e.get("launch"), int):
+            continue
+        key = (e["launch"], str(e.get("folder", "")))
+        if key in seen:
+            edits.append(f"the verify CSV {key[1]} of launch {key[0]} was sent more than once")
+            continue
+        seen.add(key)
+        rows = verify_recheck.golden_rows(graph_verify.csv_rows(str(e.get("text", "")).encode()))
+        sent.setdefault(e["launch"], []).extend(rows)
+    for launch, rows in sorted(by_launch.items()):
+        if launch not in sent:
+            edits.append(f"pypto's verify CSV of launch {launch} was not sent as the launch left it")
+        elif sent[launch] != rows:
+            edits.append(f"pypto's verify CSV of launch {launch} changed after the launch (as left: "
+                         f"{_brief(sent[launch])}; now: {_brief(rows)})")
+    return {launch: sent.get(launch, rows) for launch, rows in by_launch.items()}, edits
+
+
+def _brief(rows: list[dict[str, str]]) -> str:
+    return "; ".join(f"{r.get('verifyResult')} max |diff| {r.get('maxAbsDiff')}, {r.get('errorCount')} error(s)"
+                     for r in rows[:2]) or "no golden row"
 
 
 def _recheck(request: dict[str, Any], events: list[dict[str, Any]], results: JobFiles) -> dict[str, Any] | None:

@@ -40,9 +40,18 @@ def version_problem(version: str) -> str | None:
             f"private method of pypto {', '.join(SUPPORTED_PYPTO)} and is not applied to other versions)")
 
 
+def installed_pypto() -> str:
+    """pypto's version from its package metadata; raises when the metadata cannot be read (our host's
+    state or the job's view of it, never the kernel's: runtime.judge.outcome makes it infrastructure)."""
+    version = metadata.version("pypto")
+    if not version:  # an empty or unreadable dist-info answers None
+        raise metadata.PackageNotFoundError("pypto (its package metadata is empty or unreadable here)")
+    return version
+
+
 def preload(info: dict[str, Any]) -> None:
     """In the warm parent: note whether this pypto is the one our CPU fix was written for."""
-    problem = version_problem(metadata.version("pypto"))
+    problem = version_problem(installed_pypto())
     info["graph_verify_supported"] = problem is None
     info["graph_verify_note"] = problem or ""
 
@@ -56,12 +65,12 @@ CALCULATOR_NOT_READY = "graph-verify-calculator-not-ready"
 
 def unavailable_rule(reason: str | None) -> str:
     """CALCULATOR_NOT_READY when graph verify is off for want of the calculator, else ""."""
-    return CALCULATOR_NOT_READY if reason and not version_problem(metadata.version("pypto")) else ""
+    return CALCULATOR_NOT_READY if reason and not version_problem(installed_pypto()) else ""
 
 
 def unavailable_reason(calculator_lib: str | None) -> str | None:
     """Why graph verify cannot run in this job, or None when it can."""
-    problem = version_problem(metadata.version("pypto"))
+    problem = version_problem(installed_pypto())
     if problem:
         return problem
     from pypto._utils import BuildOnlineManager
@@ -169,6 +178,8 @@ def install(rec: Any, cfg: dict[str, Any], output_args: list[int | str] | None,
     if _STOCK_SETUP is None:
         _STOCK_SETUP = JitCallableWrapper._setup_verify_data
         JitCallableWrapper._setup_verify_data = staticmethod(_setup_verify_data_cpu)
+    if rec.launch_seal is not None:
+        rec.launch_seal.allow(JitCallableWrapper, "_setup_verify_data")
     run = GraphRun(rec, output_args, tolerance, bool(cfg.get("verify_passes")))
     rec.before_launch.append(run.before_launch)
     return run, None

@@ -6,6 +6,7 @@ ones instrumented. The run mode is forced here whatever the file bound at import
 from __future__ import annotations
 
 import math
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -14,11 +15,12 @@ from typing import Any, Callable, Iterator
 import torch
 
 from runtime.evidence import dtype_views, dumps, flow, loop_carried, metrics
-from runtime.fence import integrity
-from runtime.evidence import rawbytes
+from runtime.fence import audit, integrity
+from runtime.evidence import launch_seal, rawbytes
 from runtime.fence.events import Events
 
 RUN_MODE_VALUES = {"npu": 0, "sim": 1}  # pypto.RunMode values
+_CLOCK = time.perf_counter  # captured: the launch's end runs nothing the submission can replace
 
 
 @dataclass
@@ -49,6 +51,7 @@ class Recorder:
         self.observing = True  # off while timing: launches then run bare (mode still forced)
         self.graph_on = False  # scripts under graph verify: asserts judge the graph's result
         self.watch_calculator_limits = False  # under graph verify: note what it gets wrong (dtype_views, loop_carried)
+        self.launch_seal: launch_seal.Seal | None = None  # pypto's launch code as it was (runtime.evidence.launch_seal)
 
     @contextmanager
     def unobserved(self) -> Iterator[None]:
@@ -124,23 +127,33 @@ def install(mode: str, events: Events) -> Recorder:
     """Patch pypto's jit wrapper and the usual assert helpers. Idempotent per process."""
     global _recorder
     _recorder = Recorder(mode, events)
-    _patch_jit(_recorder)
+    _patch_jit(_recorder, events)
     _patch_asserts(_recorder)
     dtype_views.install(_recorder)
     loop_carried.install(_recorder)
     integrity.seal()  # after our patches, before any submission code runs
+    if _recorder.launch_seal is not None:
+        _recorder.launch_seal.renew()
     return _recorder
 
 
-def _patch_jit(rec: Recorder) -> None:
+def _patch_jit(rec: Recorder, events: Events) -> None:
+    import pypto
     from pypto.frontend.parser.entry import JitCallableWrapper
 
     original = JitCallableWrapper.__call__
     forced = RUN_MODE_VALUES[rec.mode]
+    # pypto's class and its log folder's getter as they are before any submission code (runtime.evidence.launch_seal)
+    seal = launch_seal.Seal(JitCallableWrapper, pypto.pypto_impl.LogTopFolder,
+                            audit.emitter(events.fd) if events.fd is not None else None,
+                            [sys.modules[JitCallableWrapper.__module__], pypto.pypto_impl])
 
     def launch(self: Any, *args: Any, **kwargs: Any) -> Any:
         # Force the job's mode whatever the decorator bound at import time.
         self._runtime_options["run_mode"] = forced
+        seal.kernel_object(self, "before", len(rec.launches), remove=True)
+        seal.replaced("before", len(rec.launches))
+        seal.concurrent("before", len(rec.launches))
         if not rec.observing:
             return original(self, *args, **kwargs)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
@@ -150,7 +163,7 @@ def _patch_jit(rec: Recorder) -> None:
         name = getattr(self, "__name__", "kernel")
         rec.in_kernel = name
         rec.events.emit("launch_start", kernel=name, index=len(rec.launches))
-        start = time.perf_counter()
+        start = _CLOCK()
         error = ""
         try:
             with flow.suspended():  # pypto's own torch calls run outside the data-flow record
@@ -159,12 +172,16 @@ def _patch_jit(rec: Recorder) -> None:
             error = f"{type(exc).__name__}: {exc}"[:2000]
             raise
         finally:
-            duration = time.perf_counter() - start
+            duration = _CLOCK() - start
             written, hashes = [], []
             for watch in watches:  # one copy at a time
                 wrote, digest = watch.after()
                 written.append(wrote)
                 hashes.append(digest)
+            seal.verify_csvs(len(rec.launches))  # before any submitted code runs again
+            seal.kernel_object(self, "during", len(rec.launches), remove=False)
+            seal.replaced("during", len(rec.launches))
+            seal.concurrent("during", len(rec.launches))
             record = LaunchRecord(name, tensors, written, duration, _last_output_dir(), error,
                                   [storage_id(t) for t in tensors], [w.before for w in watches], hashes)
             rec.launches.append(record)
@@ -176,6 +193,7 @@ def _patch_jit(rec: Recorder) -> None:
                             output_dir=record.output_dir, error=error)
 
     JitCallableWrapper.__call__ = launch
+    rec.launch_seal = seal
 
 
 def _patch_asserts(rec: Recorder) -> None:

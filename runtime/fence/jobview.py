@@ -48,8 +48,9 @@ def needed_paths(job_dir: Path, expose: list[Path]) -> list[Path]:
     return sorted({*hostview.learn().code, job_dir.resolve(), *(p.resolve() for p in expose if p.exists())})
 
 
-def private_dirs(view: View, size_bytes: int, needed: list[Path], job_dir: Path, notes: list[str]) -> bool:
-    """A fresh tmpfs of `size_bytes` over every world-writable dir of the host (/tmp, /run/lock ...).
+def private_dirs(view: View, size_bytes: int, needed: list[Path], job_dir: Path, notes: list[str],
+                 files: int) -> bool:
+    """A fresh tmpfs of `size_bytes` and `files` inodes over every world-writable dir of the host (/tmp, /run/lock ...).
 
     What the job writes there vanishes with its mount namespace. The needed paths under such a dir
     (its job dir, the warm parent's scratch, a venv in /tmp) are bound back, exactly, and read-only
@@ -57,12 +58,12 @@ def private_dirs(view: View, size_bytes: int, needed: list[Path], job_dir: Path,
     """
     old_umask = os.umask(0o022)  # the dirs made below must be traversable by the job's uid (docs/SECURITY.md)
     try:
-        return _private_dirs(view, size_bytes, needed, job_dir.resolve(), notes)
+        return _private_dirs(view, size_bytes, needed, job_dir.resolve(), notes, files)
     finally:
         os.umask(old_umask)
 
 
-def _private_dirs(view: View, size_bytes: int, needed: list[Path], job: Path, notes: list[str]) -> bool:
+def _private_dirs(view: View, size_bytes: int, needed: list[Path], job: Path, notes: list[str], files: int) -> bool:
     done = True
     for folder in hostview.learn().writable.dirs:
         if folder.is_symlink() or not folder.is_dir():
@@ -70,7 +71,8 @@ def _private_dirs(view: View, size_bytes: int, needed: list[Path], job: Path, no
         keep = outermost([p for p in needed if p.is_relative_to(folder) and p != folder and p.exists()])
         fds = {path: os.open(path, os.O_PATH) for path in keep}
         try:
-            mount("tmpfs", str(folder), "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={size_bytes}")
+            # nr_inodes: the kernel refuses files past the job's file cap (ENOSPC) in each of them
+            mount("tmpfs", str(folder), "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={size_bytes},nr_inodes={files}")
             view.private_dirs.append(str(folder))
             for path, fd in fds.items():
                 if os.path.isdir(f"/proc/self/fd/{fd}"):
@@ -184,6 +186,18 @@ def fresh_proc() -> None:
         err = ctypes.get_errno()
         raise OSError(err, f"unshare: {os.strerror(err)}")
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def files_used(dirs: list[str]) -> int:
+    """Files and folders on the job's private tmpfs dirs (inodes in use, each root included)."""
+    total = 0
+    for folder in dirs:
+        try:
+            st = os.statvfs(folder)
+        except OSError:
+            continue
+        total += st.f_files - st.f_ffree
+    return total
 
 
 def disk_used(dirs: list[str]) -> int:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runtime.fence import jobview
+from runtime.fence import jobview, syscalls
 from runtime.fence.jobview import (  # the mount flags, defined once (runtime.fence.jobview)
     CLONE_NEWNS, MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_RDONLY, MS_REC)
 
@@ -27,6 +27,11 @@ PR_SET_PDEATHSIG = 1
 # Processes and threads per job: pypto's compile and graph verify of one model kernel run 150-240 tasks at
 # once idle, over 512 under load (docs/SECURITY.md, "Processes"); still a fork bomb's ceiling.
 DEFAULT_PROCESSES = 4096
+
+# Files and folders a job may make (its job dir and private temp dirs together): one per 64 KiB of its disk cap, so
+# empty files cannot exhaust the host filesystem's inodes while the byte cap sees nothing (docs/SECURITY.md).
+BYTES_PER_FILE = 64 * 1024
+MIN_FILES = 4096
 
 # Job uids: one per concurrent job (RLIMIT_NPROC counts a uid's processes machine-wide).
 JOB_UID_BASE = 200_000
@@ -48,6 +53,11 @@ class Limits:
     nproc: int = DEFAULT_PROCESSES  # processes and threads, the job cgroup's pids.max (else RLIMIT_NPROC of the job uid)
     isolate_network: bool = True
     drop_privileges: bool = True
+
+    @property
+    def files(self) -> int:
+        """Files and folders the job may hold, from its disk cap (BYTES_PER_FILE)."""
+        return max(MIN_FILES, self.disk_bytes // BYTES_PER_FILE)
 
 
 @dataclass
@@ -110,7 +120,7 @@ def isolate(job_dir: Path, log_binds: dict[Path, Path], limits: Limits, expose: 
         needed = jobview.needed_paths(job_dir, expose or [])
         jobview.private_ipc_mounts(iso.notes)
         iso.private_tmp = jobview.private_dirs(view, min(limits.tmp_bytes, limits.disk_bytes), needed, job_dir,
-                                               iso.notes)
+                                               iso.notes, limits.files)
         jobview.cover_writable_files(view, iso.notes)
         iso.hidden = _hide(hide or [], job_dir, iso.notes)
         for target, source in log_binds.items():
@@ -164,8 +174,9 @@ def device_groups() -> list[int]:
     return sorted(g for g in gids if g != 0)
 
 
-def enter(limits: Limits, uid: int | None, groups: list[int] | None = None, in_cgroup: bool = False) -> None:
-    """In the job process: resource limits, then the unprivileged uid. Irreversible.
+def enter(limits: Limits, uid: int | None, groups: list[int] | None = None, in_cgroup: bool = False) -> str:
+    """In the job process: resource limits, the unprivileged uid, the syscall filter. Irreversible.
+    Returns '' or why the syscall filter could not be loaded (for the sandbox notes).
 
     In a job cgroup, its pids.max is the process limit, and RLIMIT_NPROC only a loose backstop: the
     cgroup then is what refuses the fork, and it records that, so the job gets a resource_limit verdict.
@@ -183,6 +194,7 @@ def enter(limits: Limits, uid: int | None, groups: list[int] | None = None, in_c
         os.setgid(uid)
         os.setuid(uid)
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    return syscalls.load(_libc)  # no user namespaces, no keyrings (runtime.fence.syscalls)
 
 
 def die_with_parent() -> None:

@@ -20,7 +20,7 @@ from typing import Any, Iterator, NoReturn
 import torch
 
 from runtime.evidence import costmodel, dumps, flow, graph_verify, instrument, metrics
-from runtime.fence import integrity
+from runtime.fence import audit, integrity
 from runtime.job import kernelbench, plainrun, provenance, pytest_run
 from runtime.devices import standin
 from runtime.job import timing
@@ -57,6 +57,9 @@ def main(req: dict[str, Any], events_fd: int) -> NoReturn:
         if req["mode"] == "sim":
             req["standin_offered"] = standin.offer()  # before the seal: only sys.path changes until imported
         rec = instrument.install(req["mode"], events)
+        # From here on, submitted code may run: its forbidden acts go to the leader as they happen.
+        audit.install(events_fd, [req["env"][k] for k in ("TILE_FWK_OUTPUT_DIR", "ASCEND_PROCESS_LOG_PATH")
+                                  if req["env"].get(k)])
         # NPU: torch_npu and set_device, a stage of its own: a failure here is the card's or the host's.
         with stage(rec, "device", req.get("src_dir", "")) if req["mode"] == "npu" else nullcontext():
             device_mod.open_device(req)

@@ -110,7 +110,8 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
     launches = [readings.launch(e) for e in events if e.get("event") == "launch"]
     internal = next((e for e in events if e.get("event") == "internal_error"), None)
     if "leader_error" in report:
-        internal = {"error": {"type": "LeaderError", "message": report["leader_error"]}}
+        internal = {"error": {"type": "LeaderError", "message": report["leader_error"],
+                              "traceback": str(report.get("leader_traceback") or "")[-TAIL_CHARS:]}}
     stdout, stderr, plog = readings.read_logs(found)
     maxrss = int(report.get("maxrss_kb") or 0) * 1024
     structural = _structural(report, failed, ctx.mode, stderr + stdout, maxrss, ctx.memory_bytes, ctx.is_script)
@@ -204,6 +205,11 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
                     d.file, d.line = error.file, error.line
         diagnoses = verdict_diagnoses.lead(diagnoses, verdict, fail_stage, ctx.golden_fallback, graph)
     verdict, reason, fail_stage = _not_the_kernels(verdict, reason, fail_stage, ev, error, ctx, checked.launches)
+    if internal is not None and not ev.contradictions and verdict in (verdicts.CRASH, verdicts.STRUCTURAL_ERROR):
+        # Our own code raised (the job's harness, its leader): infrastructure, never the kernel's defect.
+        verdict, fail_stage = verdicts.NOT_RUN, verdicts.HARNESS_STAGE
+        reason = (f"the harness failed ({error.type if error else 'no report'}: "
+                  f"{(error.message if error else '')[:300]}); nothing is known about the kernel: see the traceback")
     if fail_stage == envgap.STAGE and error is not None:
         diagnoses = [envgap.diagnosis(envgap.missing_package(error, ctx.dirs.src, 0), error)]
     return CaseResult(

@@ -24,7 +24,8 @@ MAX_DISK_ENTRIES = 200_000  # files and dirs under the job dir; more is a flood 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 # How a user raises each limit, unless the caller (e.g. the worker) names its own setting.
-LIMIT_FLAGS = {"memory": "--memory GIB", "processes": "--processes N", "disk": "--disk GIB"}
+LIMIT_FLAGS = {"memory": "--memory GIB", "processes": "--processes N", "disk": "--disk GIB",
+               "files": "--disk GIB (one file per 64 KiB of it)"}
 
 
 def _processes() -> dict[int, tuple[int, int, int]]:
@@ -77,11 +78,11 @@ def pss_bytes(pids: list[int]) -> int:
     return total
 
 
-def dir_bytes(root: Path, stop_above: int) -> tuple[int, int]:
-    """(bytes allocated, entries) under root, links not followed; stops counting past stop_above."""
+def dir_bytes(root: Path, stop_above: int, max_entries: int = MAX_DISK_ENTRIES) -> tuple[int, int]:
+    """(bytes allocated, entries) under root, links not followed; stops counting past stop_above or max_entries."""
     total = entries = 0
     todo = [str(root)]
-    while todo and total <= stop_above and entries <= MAX_DISK_ENTRIES:
+    while todo and total <= stop_above and entries <= max_entries:
         try:
             with os.scandir(todo.pop()) as it:
                 for entry in it:
@@ -102,8 +103,9 @@ class Guard:
     """Polled by the leader while the job runs; says which limit, if any, the job broke."""
 
     def __init__(self, memory_bytes: int, disk_bytes: int, job_dir: Path, cgroup: JobCgroup | None,
-                 nproc: int = DEFAULT_PROCESSES, private_dirs: list[str] | None = None):
+                 nproc: int = DEFAULT_PROCESSES, private_dirs: list[str] | None = None, files: int = MAX_DISK_ENTRIES):
         self.memory_bytes = memory_bytes
+        self.files = files  # files and folders (runtime.fence.sandbox.Limits.files)
         self.nproc = nproc
         self.peak_threads = 0
         self.disk_bytes = disk_bytes
@@ -132,12 +134,15 @@ class Guard:
                 if used > self.memory_bytes:
                     return self._broke("memory")
         if now >= self._next_disk:
-            used, entries = dir_bytes(self.job_dir, self.disk_bytes)
+            used, entries = dir_bytes(self.job_dir, self.disk_bytes, min(self.files, MAX_DISK_ENTRIES))
             used += jobview.disk_used(self.private_dirs)
+            entries += jobview.files_used(self.private_dirs)
             # A job dir of many files costs more to total: poll it less often, at most 10% of a core.
             self._next_disk = time.monotonic() + max(DISK_POLL_S, 10 * (time.monotonic() - now))
-            if used > self.disk_bytes or entries > MAX_DISK_ENTRIES:
+            if used > self.disk_bytes:
                 return self._broke("disk")
+            if entries > self.files:  # empty files cost no bytes, only the host filesystem's inodes
+                return self._broke("files")
         return None
 
     def _broke(self, limit: str) -> str:
@@ -152,10 +157,11 @@ class Guard:
             hit += [h for h in self.cgroup.limits_hit() if h not in hit]
         names = {**LIMIT_FLAGS, **(flags or {})}
         values = {"memory": f"{self.memory_bytes / 2**30:.2f} GiB", "processes": f"{nproc} processes",
-                  "disk": f"{self.disk_bytes / 2**30:.2f} GiB"}
+                  "disk": f"{self.disk_bytes / 2**30:.2f} GiB", "files": f"{self.files} files and folders"}
         how = {"memory": "its real memory (cgroup)" if self.cgroup else "its process tree's memory (watchdog)",
                "processes": "its processes and threads",
-               "disk": "its job dir's and private temp dirs' disk use"}
+               "disk": "its job dir's and private temp dirs' disk use",
+               "files": "the files and folders in its job dir and private temp dirs"}
         out: dict[str, Any] = {
             "memory_limit": f"cgroup v{self.cgroup.version}" if self.cgroup else "rss watchdog",
             "peak_memory_bytes": (self.cgroup.peak_bytes() if self.cgroup else self.peak_rss),

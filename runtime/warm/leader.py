@@ -64,7 +64,7 @@ def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict
                    if privileged else (None, "not root: no job cgroup; memory is watched by polling RSS"))
     if why:
         iso.notes.append(why)
-    guard = Guard(limits.memory_bytes, limits.disk_bytes, job_dir, cgroup, limits.nproc, iso.private_dirs)
+    guard = Guard(limits.memory_bytes, limits.disk_bytes, job_dir, cgroup, limits.nproc, iso.private_dirs, limits.files)
     # Root mounts it or the job does not start; without root (a user namespace) it is tried, not claimed.
     iso.fresh_proc = privileged and iso.pid_namespace and iso.mount_namespace
     iso.memory_limit = f"cgroup v{cgroup.version}" if cgroup else "rss watchdog"
@@ -86,8 +86,10 @@ def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict
             elif iso.pid_namespace and iso.mount_namespace:
                 _try_fresh_proc()
             _redirect_output(request)
-            sandbox.enter(limits, uid, sandbox.device_groups() if request["mode"] == "npu" else [],
-                          in_cgroup=cgroup is not None)
+            unfiltered = sandbox.enter(limits, uid, sandbox.device_groups() if request["mode"] == "npu" else [],
+                                       in_cgroup=cgroup is not None)
+            if unfiltered:
+                events_mod.Events(ev_w).emit("sandbox_note", note=unfiltered)
             sandbox.die_with_parent()  # after the uid change, which clears the setting
         except BaseException as exc:  # noqa: BLE001
             events_mod.Events(ev_w).emit("internal_error", error={"type": type(exc).__name__,
@@ -108,6 +110,7 @@ def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict
     events = events_mod.parse(raw[:MAX_EVENT_BYTES], MAX_EVENTS)
     flood = len(raw) > MAX_EVENT_BYTES or len(events) > MAX_EVENTS
     events = events[:MAX_EVENTS]
+    iso.notes += [str(e.get("note"))[:300] for e in events if e.get("event") == "sandbox_note"][:1]
     found = evidence.collect(request, events, uid, pid, iso.mount_namespace, sink)
     if flood:
         found["events_truncated"] = (f"the job sent more than {MAX_EVENT_BYTES // 2**20} MiB or {MAX_EVENTS} events; "

@@ -12,6 +12,7 @@ import signal
 import socket
 import sys
 import time
+import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -155,8 +156,8 @@ def _start_leader(request: dict[str, Any], sock: socket.socket, others: list[int
             os.close(fd)
         try:
             report = supervise_job(request, report_fd=w)
-        except BaseException as exc:  # noqa: BLE001
-            report = {"leader_error": f"{type(exc).__name__}: {exc}"}
+        except BaseException as exc:  # noqa: BLE001 - our own failure: infrastructure, with its traceback
+            report = {"leader_error": f"{type(exc).__name__}: {exc}", "leader_traceback": traceback.format_exc()}
         data = json.dumps(report).encode()
         while data:
             data = data[os.write(w, data):]

@@ -62,8 +62,10 @@ shutil.copyfile("/bin/true", os.path.join(OUTPUT_DIR, "kernel_aicpu", "control.c
 out = x * 2.0
 ''' + RECORD_FAKE_LAUNCH + "return out\n"
     case, raw = run(package(tmp_path, body), warm_sim, tmp_path / "work")
-    _check(case, raw, "SIM writes no outputs on a CPU host")
-    assert case.kernel_launches == 1  # the forged folder was taken for a call: the backstop decided
+    # Its writes into pypto's output dir are reported as they happen (runtime.fence.audit)
+    _check(case, raw, "tampered with the evidence: it opened")
+    assert "_simulate.swim.json for writing" in case.verdict_reason, case.verdict_reason
+    assert case.kernel_launches == 1  # the forged folder was still taken for a call: SIM never passes anyway
 
 
 def test_outputs_written_by_torch_after_the_launch(warm_sim, tmp_path):

@@ -170,12 +170,13 @@ def test_wrong_maths_made_to_look_right_is_never_acceptable(warm_sim, calculator
     assert case.verdict in (verdicts.SUSPECT_FAKE_PASS, verdicts.GRAPH_FAIL), case.verdict
     if name not in ("patch_pypto_and_csv", "patch_runtime"):  # those forge the bytes: the seal names them instead
         assert case.graph_verify and case.graph_verify["metrics"]["max_abs_diff"] > 0.5, case.graph_verify
+    found = " ".join(case.evidence["contradictions"])  # the first is the reason; the tamper report often leads
     if name == "patch_pypto_and_csv":
-        assert "JitCallableWrapper._run_with_cpu" in case.verdict_reason, case.verdict_reason
+        assert "JitCallableWrapper._run_with_cpu" in found, found
     if name == "patch_runtime":
-        assert "runtime.evidence.rawbytes" in case.verdict_reason, case.verdict_reason
+        assert "runtime.evidence.rawbytes" in found, found
     if name in ("patch_detach_and_csv", "edit_pypto_files"):
-        assert case.verdict == verdicts.SUSPECT_FAKE_PASS and "verify CSV" in case.verdict_reason, case.verdict_reason
+        assert case.verdict == verdicts.SUSPECT_FAKE_PASS and "verify CSV" in found, found
 
 
 def test_the_honest_kernels_csv_agrees_with_the_recomputation(warm_sim, calculator_cache, tmp_path):

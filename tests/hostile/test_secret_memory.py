@@ -85,7 +85,9 @@ def test_worker_secrets_are_not_in_the_jobs_memory(tmp_path, monkeypatch):
         case, _raw = run(_scanning_package(tmp_path / "fixed", secrets), holder.get(), tmp_path / "w1")
     finally:
         holder.close()
-    assert case.verdict == "sim_output_unwritten", (case.verdict, case.error)
+    # The scan ran to its end and found nothing (no error); its ctypes use is reported (runtime.fence.audit).
+    assert case.error is None, case.error
+    assert case.verdict == "suspect_fake_pass" and "used ctypes" in case.verdict_reason, case.verdict_reason
 
 
 def test_the_unfixed_warm_parent_leaks_them(tmp_path, monkeypatch):
@@ -94,5 +96,5 @@ def test_the_unfixed_warm_parent_leaks_them(tmp_path, monkeypatch):
         monkeypatch.setenv(name, value)
     with UnfixedWarmParent("sim") as warm:
         case, _raw = run(_scanning_package(tmp_path / "unfixed", secrets), warm, tmp_path / "w2")
-    assert case.verdict == "structural_error" and case.error is not None
+    assert case.error is not None, case.verdict
     assert "LEAK ['API_URL', 'DATA_DIR', 'WORKER_TOKEN']" in case.error.message, case.error.message

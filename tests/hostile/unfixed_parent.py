@@ -31,5 +31,5 @@ if __name__ == "__main__":
     sandbox.enter = _old_enter
     leader.JobCgroup.create = classmethod(lambda cls, *a, **k: (None, "unfixed: no cgroup"))  # type: ignore
     guard.Guard.check = lambda self, pid: None  # type: ignore[method-assign]
-    jobview.private_dirs = lambda view, size_bytes, needed, job_dir, notes: False  # type: ignore[assignment]
+    jobview.private_dirs = lambda view, size_bytes, needed, job_dir, notes, files: False  # type: ignore[assignment]
     parent.serve(int(sys.argv[1]), sys.argv[2], sys.argv[3])

@@ -52,3 +52,6 @@ _._should_skip_dynamo
 # Serialised with dataclasses.asdict into a run's totals (server/services/perf.py summary), read by tests.
 _.previous_us
 _.previous_cycles
+
+# Read by torch itself: the switch that fills uninitialised allocations in SIM jobs (runtime/job/poison.py).
+_.fill_uninitialized_memory

@@ -10,7 +10,7 @@
 | resource_limit        | the job hit one of its limits (memory, processes, disk) and was stopped; the reason names the limit and how to raise it |
 | not_run               | no kernel ran: the wrapper/script never launched a jit kernel, or the golden failed so the case could not be evaluated |
 | sim_unsupported       | SIM mode only: this host's simulator cannot simulate an op the kernel uses (runtime.judge.simgap), so nothing is known about the kernel; only an NPU can judge it. Not a kernel defect |
-| suspect_fake_pass     | the result matches the golden (exactly or within tolerance) but the kernel cannot have produced it: no kernel launched, lint found a golden fallback, the kernel did not write the output that matches, or SIM (which has no data path) "wrote" it; also any job whose own report contradicts what the harness checked outside it (forged launches, edited harness code, metrics or bytes that disagree) |
+| suspect_fake_pass     | the result matches the golden (exactly or within tolerance) but the kernel cannot have produced it: no kernel launched (or only launches that raised, caught so that the check passed), lint found a golden fallback, the kernel did not write the output that matches, or SIM (which has no data path) "wrote" it; also any job whose own report contradicts what the harness checked outside it (forged launches, edited harness code, metrics or bytes that disagree) |
 | inconclusive          | the output matches, but the compare cannot tell a correct kernel from garbage (runtime.judge.degenerate: a golden that zeros match, or one value everywhere); no positive evidence of a cheat either. Acceptable in both modes: not a pass, not a defect |
 | sim_output_unwritten  | SIM compiled and ran the kernel but, as SIM always does on a CPU host, wrote no output: structure OK, no precision evidence |
 | sim_garbage_graph_ok  | as sim_output_unwritten, and graph verify ran the kernel's tensor graph on the CPU and matched the golden: the SIM garbage is benign; hardware precision still awaits the NPU |
@@ -186,7 +186,8 @@ def _failed_launch_cheat(ev: Evidence) -> tuple[str, str, str] | None:
     passed = ev.asserts_passed > 0 or ev.markers.get("precision_pass", 0) > 0
     if ev.kernel_launches or not passed or not (ev.launch_failed or ev.golden_fallback):
         return None
-    how = "lint found a golden fallback" if ev.golden_fallback else "the script caught the error"
+    how = " and ".join(w for w, on in (("its launch raised", ev.launch_failed),
+                                        ("lint found a golden fallback", ev.golden_fallback)) if on)
     return SUSPECT_FAKE_PASS, "not_applicable", (
         f"the script's precision check passed, but no kernel launch completed ({how}): what it compared is not "
         "the kernel's output")

@@ -2,7 +2,7 @@
 
 | code | meaning |
 |------|---------|
-| 0    | acceptable: every case got an acceptable verdict for its mode |
+| 0    | acceptable: every case got an acceptable verdict for its mode (`inconclusive` in either: a compare that cannot tell a correct kernel from garbage is no defect, docs/realops.md §11) |
 | 1    | kernel defect: at least one case shows the kernel is wrong (or the submission never ran one) |
 | 2    | unusable input: the submission (or its golden) cannot be judged, or the server refused it, or it was written for another pypto than the one that ran it (version_skew: no fault of the kernel, and a retry will not help) |
 | 3    | infrastructure: our side failed (a harness exception: `not_run` at stage `harness`, with its traceback), no online worker/host can run the mode (or this host's SIM cannot simulate the kernel: sim_unsupported), or a case hit the job's memory, process or disk limit (resource_limit: raise it with the flag its reason names); nothing is known about the kernel |

@@ -10,7 +10,8 @@
 | resource_limit        | the job hit one of its limits (memory, processes, disk) and was stopped; the reason names the limit and how to raise it |
 | not_run               | no kernel ran: the wrapper/script never launched a jit kernel, or the golden failed so the case could not be evaluated |
 | sim_unsupported       | SIM mode only: this host's simulator cannot simulate an op the kernel uses (runtime.judge.simgap), so nothing is known about the kernel; only an NPU can judge it. Not a kernel defect |
-| suspect_fake_pass     | the result matches the golden (exactly or within tolerance) but the kernel cannot have produced it: no kernel launched, lint found a golden fallback, the kernel did not write the output that matches, or SIM (which has no data path) "wrote" it; also any job whose own report contradicts what the harness checked outside it (forged launches, edited harness code, metrics or bytes that disagree) |
+| suspect_fake_pass     | the result matches the golden (exactly or within tolerance) but the kernel cannot have produced it: no kernel launched (or only launches that raised, caught so that the check passed), lint found a golden fallback, the kernel did not write the output that matches, or SIM (which has no data path) "wrote" it; also any job whose own report contradicts what the harness checked outside it (forged launches, edited harness code, metrics or bytes that disagree) |
+| inconclusive          | the output matches, but the compare cannot tell a correct kernel from garbage (runtime.judge.degenerate: a golden that zeros match, or one value everywhere); no positive evidence of a cheat either. Acceptable in both modes: not a pass, not a defect |
 | sim_output_unwritten  | SIM compiled and ran the kernel but, as SIM always does on a CPU host, wrote no output: structure OK, no precision evidence |
 | sim_garbage_graph_ok  | as sim_output_unwritten, and graph verify ran the kernel's tensor graph on the CPU and matched the golden: the SIM garbage is benign; hardware precision still awaits the NPU |
 | graph_fail            | SIM compiled and ran the kernel, but its tensor graph computed on the CPU does not match the golden (or never writes the output): the kernel's maths or tiling is wrong, no NPU needed |
@@ -48,12 +49,14 @@ SIM_GARBAGE_GRAPH_OK = "sim_garbage_graph_ok"
 GRAPH_FAIL = "graph_fail"
 VERSION_SKEW = "version_skew"
 SIM_UNSUPPORTED = "sim_unsupported"
+INCONCLUSIVE = "inconclusive"
 
 VERDICTS = (PASS, PRECISION_FAIL, STRUCTURAL_ERROR, CRASH, TIMEOUT, RESOURCE_LIMIT, NOT_RUN, SUSPECT_FAKE_PASS,
-            SIM_OUTPUT_UNWRITTEN, SIM_GARBAGE_GRAPH_OK, GRAPH_FAIL, VERSION_SKEW, SIM_UNSUPPORTED)
+            SIM_OUTPUT_UNWRITTEN, SIM_GARBAGE_GRAPH_OK, GRAPH_FAIL, VERSION_SKEW, SIM_UNSUPPORTED, INCONCLUSIVE)
 
-# What `crosscheck run` accepts (exit 0) per mode: SIM judges structure, the NPU precision.
-ACCEPTABLE = {"sim": {SIM_OUTPUT_UNWRITTEN, SIM_GARBAGE_GRAPH_OK}, "npu": {PASS}}
+# What `crosscheck run` accepts (exit 0) per mode: SIM judges structure, the NPU precision. A degenerate
+# compare (inconclusive) is no fault of the kernel: other cases judge it (docs/realops.md §11).
+ACCEPTABLE = {"sim": {SIM_OUTPUT_UNWRITTEN, SIM_GARBAGE_GRAPH_OK, INCONCLUSIVE}, "npu": {PASS, INCONCLUSIVE}}
 
 
 # A script's stage ended by its own precision check (TestFailed: a test function returned False).
@@ -90,6 +93,9 @@ class Evidence:
     version_skew: str | None = None  # what the installed pypto lacks, when the failure says so (runtime.judge.skew)
     sim_gap: str | None = None  # what this host's SIM cannot simulate, when the failure says so (runtime.judge.simgap)
     graph_untrusted: str = ""  # why graph verify's values are no evidence for this kernel (runtime.evidence.calculator_limits)
+    degenerate: str = ""  # why the compare cannot tell a correct kernel from garbage (runtime.judge.degenerate)
+    launch_failed: bool = False  # a launch the job reported raised (the kernel failed to compile or run)
+    unlaunched_output: bool = False  # the wrapper returned a tensor no launch was handed (runtime.job.provenance)
 
 
 def decide(ev: Evidence) -> tuple[str, str, str]:
@@ -131,6 +137,10 @@ def decide(ev: Evidence) -> tuple[str, str, str]:
         return SUSPECT_FAKE_PASS, "not_applicable", (
             "the result matches the golden, but its bytes changed after the kernel's last launch: code outside the "
             "kernel wrote them")
+    if matches and ev.degenerate and not ev.unlaunched_output:
+        if ev.mode == "sim" and ev.graph_status == "fail":  # the graph's own compare showed wrong maths
+            return _decide_sim(ev, False, True)
+        return _inconclusive(ev)
     if matches and not ev.output_written:
         return SUSPECT_FAKE_PASS, "not_applicable", "the result matches the golden but the kernel did not write it"
     shape_ok = bool(ev.metrics and ev.metrics.get("shape_match"))
@@ -167,7 +177,28 @@ def _decide_sim(ev: Evidence, matches: bool, shape_ok: bool) -> tuple[str, str, 
     return SIM_OUTPUT_UNWRITTEN, "not_applicable", "SIM compiled and ran the kernel; SIM writes no outputs on a CPU host"
 
 
+def _inconclusive(ev: Evidence) -> tuple[str, str, str]:
+    return INCONCLUSIVE, "not_applicable", (
+        f"the output matches, but the compare cannot tell a correct kernel from garbage: {ev.degenerate}. No "
+        "evidence of a cheat and none of correctness; other cases (or other shapes) judge this kernel")
+
+
+def _failed_launch_cheat(ev: Evidence) -> tuple[str, str, str] | None:
+    """A script whose kernel failed and whose precision check passed anyway: something else was compared."""
+    passed = ev.asserts_passed > 0 or ev.markers.get("precision_pass", 0) > 0
+    if ev.kernel_launches or not passed or not (ev.launch_failed or ev.golden_fallback):
+        return None
+    how = " and ".join(w for w, on in (("its launch raised", ev.launch_failed),
+                                        ("lint found a golden fallback", ev.golden_fallback)) if on)
+    return SUSPECT_FAKE_PASS, "not_applicable", (
+        f"the script's precision check passed, but no kernel launch completed ({how}): what it compared is not "
+        "the kernel's output")
+
+
 def _decide_script(ev: Evidence) -> tuple[str, str, str]:
+    cheat = _failed_launch_cheat(ev)
+    if cheat:
+        return cheat
     if ev.mode == "sim" and ev.kernel_launches > 0 and ev.graph_untrusted and not ev.golden_fallback and (
             (ev.exit_code == 0 and ev.structural == "ok")
             or (ev.raised_after_launches and ev.failed_type in SIM_ASSERT_FAILURES)):
@@ -203,6 +234,8 @@ def _decide_script(ev: Evidence) -> tuple[str, str, str]:
         return STRUCTURAL_ERROR, "not_applicable", f"the script failed (exit code {ev.exit_code})"
     if ev.kernel_launches == 0:
         return NOT_RUN, "not_applicable", "exit code 0 but no jit kernel launched" + _uncorroborated(ev)
+    if passed_precision and not failed_precision and ev.degenerate and not ev.golden_fallback:
+        return _inconclusive(ev)
     if passed_precision and (ev.golden_fallback or not ev.output_written):
         return SUSPECT_FAKE_PASS, "not_applicable", (
             "the script's precision check passed but lint found a golden fallback" if ev.golden_fallback

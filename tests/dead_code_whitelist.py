@@ -61,3 +61,6 @@ _.get_soc_version  # torch_npu.npu.get_soc_version, asked by a gym's root confte
 
 # The benchmark view's fields: read by web/templates/benchmark.html and served by GET /api/v1/benchmarks/{suite}.
 _.ours_pass, _.gym_pass, _.gym_known, _.cheat, _.graph_diff
+
+# Read by torch itself: the switch that fills uninitialised allocations in SIM jobs (runtime/job/poison.py).
+_.fill_uninitialized_memory

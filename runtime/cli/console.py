@@ -183,8 +183,8 @@ def print_report(report: Report, console: Console | None = None) -> None:
             console.print(f"[red]{escape(case.case)}[/]: {escape(case.error.type)}: {escape(first)}{escape(where)}")
     for case in report.cases:  # why the harness does not believe a result (docs/SECURITY.md), or skew
         own_check = bool((case.graph_verify or {}).get("own_check"))
-        if (case.verdict in (verdicts.SUSPECT_FAKE_PASS, verdicts.VERSION_SKEW) or case.sim_gap or own_check) \
-                and case.verdict_reason:
+        said = case.verdict in (verdicts.SUSPECT_FAKE_PASS, verdicts.VERSION_SKEW, verdicts.INCONCLUSIVE)
+        if (said or case.sim_gap or own_check) and case.verdict_reason:
             _print_indented(console, f"{case.case}: {case.verdict_reason}", 0)
     for case in report.cases:  # graph evidence set aside for a known calculator limit (docs/realops.md §9)
         gv = case.graph_verify or {}

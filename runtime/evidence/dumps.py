@@ -177,12 +177,17 @@ def merged(base: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
         values = [p[key] for p in parts if p.get(key) is not None]
         return max(values) if values else None
 
+    def least(key: str) -> float | None:
+        values = [p[key] for p in parts if p.get(key) is not None]
+        return min(values) if values else None
+
     weighted = [(p["mean_abs_diff"], p["finite_pairs"]) for p in parts if p.get("mean_abs_diff") is not None]
     total = sum(n for _, n in weighted)
     return {
         **base, "numel": numel,
         "nan_count": sum(p["nan_count"] for p in parts), "inf_count": sum(p["inf_count"] for p in parts),
         "output_abs_max": worst("output_abs_max"), "golden_abs_max": worst("golden_abs_max"),
+        "golden_min": least("golden_min"), "golden_max": worst("golden_max"),
         "bit_identical": base["dtype_match"] and all(p["bit_identical"] for p in parts),
         "max_abs_diff": worst("max_abs_diff"), "max_rel_diff": worst("max_rel_diff"), "finite_pairs": total,
         "mean_abs_diff": sum(m * n for m, n in weighted) / total if total else None,

@@ -21,7 +21,7 @@ import torch
 
 from runtime.evidence import costmodel, dumps, flow, graph_verify, instrument, metrics
 from runtime.fence import audit, integrity
-from runtime.job import kernelbench, plainrun, provenance, pytest_run
+from runtime.job import kernelbench, plainrun, poison, provenance, pytest_run
 from runtime.devices import standin
 from runtime.job import timing
 from runtime.devices import device as device_mod
@@ -55,6 +55,7 @@ def main(req: dict[str, Any], events_fd: int) -> NoReturn:
     try:
         _prepare_process(req)
         if req["mode"] == "sim":
+            poison.install()  # an unwritten output reads as garbage, never as the golden (runtime.job.poison)
             req["standin_offered"] = standin.offer()  # before the seal: only sys.path changes until imported
         rec = instrument.install(req["mode"], events)
         # From here on, submitted code may run: its forbidden acts go to the leader as they happen.
@@ -215,7 +216,8 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
     # Sent before the implementation is imported: the leader holds these hashes, so a kernel
     # that later edits the goldens in memory or on disk cannot make the harness's compare agree.
     rec.events.emit("golden", sha256=[dumps.sha256(g) for g in expected])
-    _scrub_freed_memory([*inputs, *expected], int(req["limits"]["memory_bytes"]) // SCRUB_SHARE)
+    if mode != "sim":  # SIM jobs poison every uninitialised allocation instead (runtime.job.poison)
+        _scrub_freed_memory([*inputs, *expected], int(req["limits"]["memory_bytes"]) // SCRUB_SHARE)
     graph = _install_graph_verify(req, rec, case, tolerance)
     with stage(rec, mode, src):
         wrapper, weights = task.operator(req["impl"]) if task else (load_function(src, req["impl"]), [])

@@ -10,7 +10,7 @@ from typing import Any
 from runtime.evidence import calculator_limits, corroborate
 from runtime.judge import envgap
 from runtime import verdicts
-from runtime.judge import simgap, skew, verdict_diagnoses
+from runtime.judge import degenerate, simgap, skew, verdict_diagnoses
 from runtime.judge.diagnose import diagnose, is_user_file
 from runtime.fence.jobenv import JobDirs
 from runtime.devices.pypto_api import installed_version
@@ -189,6 +189,8 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         sim_gap=gap,
         resource_limit=limit_reason,
         graph_untrusted=str(graph.get("reason")) if graph and graph.get("rule") in calculator_limits.RULES else "",
+        degenerate=degenerate.of_asserts(script["asserts"]) if script else degenerate.reason(metrics),
+        launch_failed=any(l.error for l in launches), unlaunched_output=_unlaunched(result_ev),
     )
     verdict, precision, reason = verdicts.decide(ev)
     fail_stage = verdict_diagnoses.failed_stage(failed["stage"] if failed else None, last_stage, ctx.mode, graph,
@@ -380,6 +382,12 @@ def _scalar(a: dict[str, Any]) -> dict[str, Any]:
     if m.get("kind") != "scalar_compare":
         return {}
     return {"compare": f"{m.get('value')} {m.get('op')} {m.get('bound')}", "where": m.get("where")}
+
+
+def _unlaunched(result_ev: dict[str, Any] | None) -> bool:
+    """The wrapper returned a tensor no launch was handed (runtime.job.provenance): never the kernel's."""
+    origins = (result_ev or {}).get("provenance")
+    return isinstance(origins, list) and any(isinstance(p, dict) and p.get("launch") is None for p in origins)
 
 
 def _named_outputs(result_ev: dict[str, Any] | None, checked: corroborate.Checked) -> list[dict[str, Any]]:

@@ -16,6 +16,9 @@ graph_fail) and the latest NPU case verdict; either may be missing.
 | sim_garbage_graph_ok  | no NPU result yet; SIM garbage, but graph verify matched the golden |
 | awaiting_npu          | SIM structure OK (or SIM cannot simulate the kernel: sim_unsupported), no graph evidence, no NPU result yet |
 | pass                  | the NPU is within tolerance and SIM agrees (or there is no SIM result) |
+
+A per-case `inconclusive` (a compare that cannot tell a correct kernel from garbage, runtime.judge.degenerate)
+says nothing about the maths: in SIM it reads as SIM garbage, and an NPU one as no NPU result yet.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ AWAITING_NPU = "awaiting_npu"
 VERSION_SKEW = "version_skew"
 RESOURCE_LIMIT = "resource_limit"
 SIM_UNSUPPORTED = "sim_unsupported"  # a per-case SIM verdict (runtime.verdicts), not a combined one
+INCONCLUSIVE = "inconclusive"  # per-case too, in either mode
 
 COMBINED = (KERNEL_DEFECT, SUSPECT_FAKE_PASS, STRUCTURAL_ERROR, NPU_ONLY_FAIL, SIM_ONLY_ERROR, RESOURCE_LIMIT,
             VERSION_SKEW,
@@ -41,7 +45,7 @@ FLAGGED = (SIM_GARBAGE_NPU_OK, SIM_GARBAGE_GRAPH_OK)
 
 # Per-mode verdicts (runtime.verdicts), grouped.
 _SIM_BROKEN = {"structural_error", "crash", "timeout", "resource_limit", "not_run"}
-_SIM_GARBAGE = {"sim_output_unwritten", "sim_garbage_graph_ok"}
+_SIM_GARBAGE = {"sim_output_unwritten", "sim_garbage_graph_ok", INCONCLUSIVE}
 _NPU_BROKEN = {"structural_error", "crash", "timeout", "resource_limit", "not_run"}
 
 
@@ -50,6 +54,9 @@ def combine(sim: str | None, npu: str | None) -> tuple[str, str]:
     if "suspect_fake_pass" in (sim, npu):
         mode = "SIM" if sim == "suspect_fake_pass" else "NPU"
         return SUSPECT_FAKE_PASS, f"{mode}: the result matches but the kernel cannot have produced it"
+    if npu == INCONCLUSIVE:
+        verdict, why = combine(sim, None)
+        return verdict, f"{why}; the NPU's compare cannot tell a correct kernel from garbage (inconclusive)"
     if npu == "precision_fail":
         return KERNEL_DEFECT, "the NPU result is outside tolerance"
     if sim == "graph_fail":

@@ -206,7 +206,7 @@ def refresh_case_counts(conn: Any) -> None:
 
 
 _MODE_ORDER = ("suspect_fake_pass", "crash", "timeout", "resource_limit", "structural_error", "graph_fail",
-               "precision_fail", "version_skew", "not_run", "sim_unsupported", "sim_output_unwritten", "sim_garbage_graph_ok", "pass")
+               "precision_fail", "version_skew", "not_run", "sim_unsupported", "inconclusive", "sim_output_unwritten", "sim_garbage_graph_ok", "pass")
 
 
 def _worst_mode_verdict(values: list[str]) -> str | None:

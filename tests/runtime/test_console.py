@@ -159,3 +159,13 @@ def test_graph_verify_turned_off_by_the_user_is_not_repeated_under_the_cases() -
     console = Console(width=80, record=True, force_terminal=False)
     print_report(report, console)
     assert "graph verify unavailable" not in console.export_text()
+
+
+def test_an_inconclusive_case_says_why_its_compare_cannot_tell() -> None:
+    report = _report()
+    case = report.cases[0]
+    case.verdict = "inconclusive"
+    case.verdict_reason = "the output matches, but the compare cannot tell: the golden is all zero"
+    console = Console(width=120, record=True, force_terminal=False)
+    print_report(report, console)
+    assert f"{case.case}: the output matches, but the compare cannot tell" in console.export_text()

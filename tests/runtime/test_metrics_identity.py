@@ -39,6 +39,7 @@ def reference(output: torch.Tensor, golden: torch.Tensor, rtol: float, atol: flo
         "shape_match": shape_match, "dtype_match": dtype_match, "numel": o.numel(),
         "nan_count": int(torch.isnan(o).sum()), "inf_count": int(torch.isinf(o).sum()),
         "output_abs_max": finite_max(o.abs()), "golden_abs_max": finite_max(g.abs()),
+        "golden_min": -finite_max(-g) if finite_max(-g) is not None else None, "golden_max": finite_max(g),
         "bit_identical": bool(shape_match and dtype_match and torch.equal(output, golden)),
     }
     if not shape_match:
@@ -172,6 +173,8 @@ def merged(base: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
     return {**base, "numel": numel,
             "nan_count": sum(p["nan_count"] for p in parts), "inf_count": sum(p["inf_count"] for p in parts),
             "output_abs_max": worst("output_abs_max"), "golden_abs_max": worst("golden_abs_max"),
+            "golden_min": min((p["golden_min"] for p in parts if p["golden_min"] is not None), default=None),
+            "golden_max": worst("golden_max"),
             "bit_identical": base["dtype_match"] and all(p["bit_identical"] for p in parts),
             "max_abs_diff": worst("max_abs_diff"), "max_rel_diff": worst("max_rel_diff"), "finite_pairs": total,
             "mean_abs_diff": sum(m * n for m, n in weighted) / total if total else None,

@@ -98,3 +98,55 @@ def test_the_mode_type_is_the_mode_set():
     from runtime import modes
 
     assert get_args(modes.Mode) == modes.MODES
+
+
+# A compare that cannot tell a correct kernel from garbage (runtime.judge.degenerate): inconclusive, unless a
+# cheat is shown some other way (docs/realops.md §11).
+ZEROS = "the golden is all zero, so a zero-filled output nobody wrote matches it"
+DEGENERATE = [
+    ("sim match, degenerate", ev(metrics=CLOSE, within_tolerance=True, degenerate=ZEROS), v.INCONCLUSIVE),
+    ("npu pass, degenerate", ev(mode="npu", metrics=CLOSE, within_tolerance=True, output_written=True,
+                                degenerate=ZEROS), v.INCONCLUSIVE),
+    ("degenerate but a tensor no launch was handed", ev(metrics=CLOSE, within_tolerance=True, degenerate=ZEROS,
+                                                        unlaunched_output=True), v.SUSPECT_FAKE_PASS),
+    ("degenerate but a golden fallback", ev(mode="npu", metrics=CLOSE, within_tolerance=True, output_written=True,
+                                            golden_fallback=True, degenerate=ZEROS), v.SUSPECT_FAKE_PASS),
+    ("degenerate but no launch", ev(kernel_launches=0, metrics=CLOSE, within_tolerance=True, degenerate=ZEROS),
+     v.SUSPECT_FAKE_PASS),
+    ("degenerate but changed after the launch", ev(mode="npu", metrics=CLOSE, within_tolerance=True,
+                                                   changed_after_launch=True, degenerate=ZEROS), v.SUSPECT_FAKE_PASS),
+    ("degenerate, graph fail wins", ev(metrics=CLOSE, within_tolerance=True, graph_status="fail", degenerate=ZEROS),
+     v.GRAPH_FAIL),
+    ("degenerate and no match", ev(degenerate=ZEROS), v.SIM_OUTPUT_UNWRITTEN),
+    ("script sim passed, degenerate", ev(is_script=True, exit_code=0, asserts_passed=1, metrics=CLOSE,
+                                         output_written=True, degenerate=ZEROS), v.INCONCLUSIVE),
+    ("script npu passed, degenerate", ev(is_script=True, mode="npu", exit_code=0, asserts_passed=1,
+                                         output_written=True, degenerate=ZEROS), v.INCONCLUSIVE),
+    ("script npu failed and passed, degenerate", ev(is_script=True, mode="npu", exit_code=0, asserts_passed=1,
+                                                    markers={"precision_fail": 1}, output_written=True,
+                                                    degenerate=ZEROS), v.PRECISION_FAIL),
+    # the rule order: a cheat whose launch failed is a cheat, not "no kernel ran"
+    ("script: failed launch caught, check passed", ev(is_script=True, exit_code=0, kernel_launches=0,
+                                                      launches_reported=1, launch_failed=True, asserts_passed=1,
+                                                      metrics=CLOSE), v.SUSPECT_FAKE_PASS),
+    ("script: fallback lint, no launch, check passed", ev(is_script=True, exit_code=0, kernel_launches=0,
+                                                          golden_fallback=True, markers={"precision_pass": 1},
+                                                          metrics=None), v.SUSPECT_FAKE_PASS),
+    ("script: failed launch, nothing passed", ev(is_script=True, exit_code=0, kernel_launches=0, launches_reported=1,
+                                                 launch_failed=True, metrics=None), v.NOT_RUN),
+]
+
+
+@pytest.mark.parametrize("name,evidence,expected", DEGENERATE, ids=[c[0] for c in DEGENERATE])
+def test_decide_on_degenerate_compares_and_failed_launches(name, evidence, expected):
+    verdict, precision, reason = decide(evidence)
+    assert verdict == expected, reason
+    assert precision != "pass" or verdict == v.PASS
+    if verdict == v.INCONCLUSIVE:
+        assert evidence.degenerate in reason
+
+
+def test_inconclusive_is_acceptable_in_both_modes():
+    from runtime import exit_codes
+
+    assert exit_codes.of_case(v.INCONCLUSIVE, "sim") == exit_codes.of_case(v.INCONCLUSIVE, "npu") == exit_codes.OK

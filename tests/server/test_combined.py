@@ -11,7 +11,7 @@ from runtime.verdicts import VERDICTS
 from server.services.combined import COMBINED, combine, worst
 
 NPU = (None, "pass", "precision_fail", "structural_error", "crash", "timeout", "resource_limit", "not_run",
-       "suspect_fake_pass", "version_skew")
+       "suspect_fake_pass", "version_skew", "inconclusive")
 
 # Abbreviations, so each row fits on a line and reads as a table.
 AW, PASS, KD, SE, SOE, NOF, SGN, SGG, SFP, VS, RL = ("awaiting_npu", "pass", "kernel_defect", "structural_error",
@@ -20,30 +20,33 @@ AW, PASS, KD, SE, SOE, NOF, SGN, SGG, SFP, VS, RL = ("awaiting_npu", "pass", "ke
                                                      "resource_limit")
 
 EXPECTED: dict[str | None, tuple[str, ...]] = {
-    #                       NPU: None  pass  prec_fail  struct  crash  timeout  limit  not_run   fake_pass skew
-    None:                       (AW,   PASS, KD,        SE,     SE,    SE,      RL,    SE,       SFP,      VS),
-    "pass":                     (AW,   PASS, KD,        NOF,    NOF,   NOF,     RL,    NOF,      SFP,      VS),
+    #                       NPU: None  pass  prec_fail  struct  crash  timeout  limit  not_run   fake_pass skew  inconclusive
+    None:                       (AW,   PASS, KD,        SE,     SE,    SE,      RL,    SE,       SFP,      VS, AW),
+    "pass":                     (AW,   PASS, KD,        NOF,    NOF,   NOF,     RL,    NOF,      SFP,      VS, AW),
     # SIM wrote a wrong output but the NPU is within tolerance: SIM does not agree, so not a
     # plain pass; SIM's numbers are garbage and the hardware is fine (the flag).
-    "precision_fail":           (AW,   SGN,  KD,        NOF,    NOF,   NOF,     RL,    NOF,      SFP,      VS),
-    "structural_error":         (SE,   SOE,  KD,        SE,     SE,    SE,      SE,    SE,       SFP,      VS),
-    "crash":                    (SE,   SOE,  KD,        SE,     SE,    SE,      SE,    SE,       SFP,      VS),
-    "timeout":                  (SE,   SOE,  KD,        SE,     SE,    SE,      SE,    SE,       SFP,      VS),
+    "precision_fail":           (AW,   SGN,  KD,        NOF,    NOF,   NOF,     RL,    NOF,      SFP,      VS, AW),
+    "structural_error":         (SE,   SOE,  KD,        SE,     SE,    SE,      SE,    SE,       SFP,      VS, SE),
+    "crash":                    (SE,   SOE,  KD,        SE,     SE,    SE,      SE,    SE,       SFP,      VS, SE),
+    "timeout":                  (SE,   SOE,  KD,        SE,     SE,    SE,      SE,    SE,       SFP,      VS, SE),
     # Stopped at our limit before it could be judged: not a defect, unless the other mode measured one.
-    "resource_limit":           (RL,   SOE,  KD,        SE,     SE,    SE,      RL,    SE,       SFP,      VS),
-    "not_run":                  (SE,   SOE,  KD,        SE,     SE,    SE,      SE,    SE,       SFP,      VS),
-    "suspect_fake_pass":        (SFP,  SFP,  SFP,       SFP,    SFP,   SFP,     SFP,   SFP,      SFP,      SFP),
-    "sim_output_unwritten":     (AW,   SGN,  KD,        NOF,    NOF,   NOF,     RL,    NOF,      SFP,      VS),
-    "sim_garbage_graph_ok":     (SGG,  SGN,  KD,        NOF,    NOF,   NOF,     RL,    NOF,      SFP,      VS),
+    "resource_limit":           (RL,   SOE,  KD,        SE,     SE,    SE,      RL,    SE,       SFP,      VS, RL),
+    "not_run":                  (SE,   SOE,  KD,        SE,     SE,    SE,      SE,    SE,       SFP,      VS, SE),
+    "suspect_fake_pass":        (SFP,  SFP,  SFP,       SFP,    SFP,   SFP,     SFP,   SFP,      SFP,      SFP, SFP),
+    "sim_output_unwritten":     (AW,   SGN,  KD,        NOF,    NOF,   NOF,     RL,    NOF,      SFP,      VS, AW),
+    "sim_garbage_graph_ok":     (SGG,  SGN,  KD,        NOF,    NOF,   NOF,     RL,    NOF,      SFP,      VS, SGG),
     # Graph verify computed a wrong result: a kernel defect whatever the NPU says, unless a mode
     # says the result cannot have come from the kernel at all.
-    "graph_fail":               (KD,   KD,   KD,        KD,     KD,    KD,      KD,    KD,       SFP,      KD),
+    "graph_fail":               (KD,   KD,   KD,        KD,     KD,    KD,      KD,    KD,       SFP,      KD, KD),
     # Written for another pypto (docs/versions.md §1): not a defect, unless the NPU measured one; an NPU
     # within tolerance (a host with the kernel's pypto) is the word on precision.
-    "version_skew":             (VS,   PASS, KD,        VS,     VS,    VS,      VS,    VS,       SFP,      VS),
+    "version_skew":             (VS,   PASS, KD,        VS,     VS,    VS,      VS,    VS,       SFP,      VS, VS),
     # SIM cannot simulate an op the kernel uses (runtime.judge.simgap): SIM knows nothing, the NPU decides;
     # with no NPU result it waits, never a structural error.
-    "sim_unsupported":          (AW,   SGN,  KD,        SE,     SE,    SE,      RL,    SE,       SFP,      VS),
+    "sim_unsupported":          (AW,   SGN,  KD,        SE,     SE,    SE,      RL,    SE,       SFP,      VS, AW),
+    # A compare that cannot tell a correct kernel from garbage (runtime.judge.degenerate): SIM knows the structure,
+    # nothing of the maths, as with its unwritten outputs; an inconclusive NPU compare is as no NPU result.
+    "inconclusive":             (AW,   SGN,  KD,        NOF,    NOF,   NOF,     RL,    NOF,      SFP,      VS, AW),
 }
 
 CASES = [(sim, npu, EXPECTED[sim][i]) for sim in EXPECTED for i, npu in enumerate(NPU)]
@@ -60,7 +63,7 @@ def test_an_operator_reads_as_its_worst_case() -> None:
 def test_the_table_covers_every_sim_verdict() -> None:
     assert set(EXPECTED) == {None, *VERDICTS}
     assert all(len(row) == len(NPU) for row in EXPECTED.values())
-    assert len(CASES) == 14 * 10
+    assert len(CASES) == 15 * 11
 
 
 @pytest.mark.parametrize(("sim", "npu", "expected"), CASES, ids=[f"{s}-{n}" for s, n, _ in CASES])

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from server.config import Settings
 from server.queue import Producer
-from server.services import jobs, npu_wait
+from server.services import jobs, npu_wait, outbox
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +68,11 @@ class Sweeper:
                     report.resent.append(job.id)
                     sends.append((job.id, job.attempts, job.queue, job.timeout_s))
             self._next_resend = {k: v for k, v in self._next_resend.items() if k in waiting}
-        for args in sends:
-            self.producer.enqueue(*args)
+        sent = [(args[0], args[1]) for args in sends if self.producer.enqueue(*args)]
+        if sent:
+            with self.maker() as session, session.begin():
+                for job_id, attempt in sent:
+                    outbox.mark_sent(session, job_id, attempt)
         report.purged = self.producer.purge_consumed(CONSUMED_MESSAGE_TTL_S)
         npu = report.npu
         if npu.awaiting or npu.resumed or npu.expired:

@@ -54,3 +54,6 @@ class Job(Base):
     finished_at: Mapped[datetime | None]
     heartbeat_at: Mapped[datetime | None]
     awaiting_since: Mapped[datetime | None]  # set while awaiting_npu
+    # The outbox (docs/platform.md §3): the attempt whose message the broker accepted. A waiting job whose
+    # current attempt is not this one is relayed to the broker (server/relay.py).
+    dispatched_attempt: Mapped[int | None] = mapped_column(Integer)

@@ -60,7 +60,7 @@ def create_app(settings: Settings | None = None, *, start_sweeper: bool = True) 
         check_schema(engine, settings.resolved_database_url)  # raises SchemaOutdated: refuse to start
         sweeper = Sweeper(app.state.sessionmaker, app.state.producer, settings, settings.sweep_interval_s) if start_sweeper else None
         sender = WebhookSender(app.state.sessionmaker, settings) if start_sweeper else None
-        relay = Relay(app.state.sessionmaker, app.state.producer) if start_sweeper else None
+        relay = Relay(app.state.sessionmaker, app.state.producer, settings) if start_sweeper else None
         for thread in (sweeper, sender, relay):
             if thread:
                 thread.start()

@@ -7,6 +7,7 @@ database's outbox (the source of truth) and the relay sends it within seconds (s
 from __future__ import annotations
 
 import logging
+import threading
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
@@ -53,6 +54,9 @@ class Producer:
         self.celery = Celery("crosscheck-api", set_as_current=False)
         self.celery.conf.update(celery_config(settings))
         self._redis: Any = None
+        # Fair dispatch: a request or sweep only wakes the relay, which sends by free worker slots.
+        self.fair = settings.fair_dispatch
+        self.wanted = threading.Event()
 
     def enqueue(self, job_id: int, attempt: int, queue: str, timeout_s: float) -> bool:
         """Send `jobs.run(job_id, attempt)` to the mode's queue; False when the broker refused."""

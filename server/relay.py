@@ -15,8 +15,9 @@ import threading
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from server.config import Settings
 from server.queue import Producer
-from server.services import outbox
+from server.services import dispatch, outbox
 
 log = logging.getLogger(__name__)
 
@@ -25,9 +26,11 @@ RELAY_GRACE_S = 2.0
 
 
 class Relay:
-    def __init__(self, maker: sessionmaker[Session], producer: Producer, interval_s: float = RELAY_INTERVAL_S,
-                 grace_s: float = RELAY_GRACE_S):
-        self.maker, self.producer, self.interval_s, self.grace_s = maker, producer, interval_s, grace_s
+    def __init__(self, maker: sessionmaker[Session], producer: Producer, settings: Settings,
+                 interval_s: float = RELAY_INTERVAL_S, grace_s: float = RELAY_GRACE_S):
+        self.maker, self.producer, self.settings = maker, producer, settings
+        self.interval_s, self.grace_s = interval_s, grace_s
+        self.served: dispatch.Served = {}  # round-robin memory of fair dispatch
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -40,7 +43,12 @@ class Relay:
             log.warning("broker.emptied owed_again=%s", owed)
         sent: list[int] = []
         with self.maker() as session, session.begin():
-            for job in outbox.pending(session, self.grace_s):
+            if self.settings.fair_dispatch:
+                dispatch.lock(session)
+                due = dispatch.pick(session, self.settings, self.served)
+            else:
+                due = outbox.pending(session, self.grace_s)
+            for job in due:
                 if not self.producer.enqueue(job.id, job.attempts, job.queue, job.timeout_s):
                     break
                 outbox.mark_sent(session, job.id, job.attempts)
@@ -51,11 +59,12 @@ class Relay:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            self.producer.wanted.clear()  # before the pass: a wake during it is not lost
             try:
                 self.relay_once()
             except Exception:  # keep relaying: a DB or broker outage must not kill the thread
                 log.warning("relay.failed", exc_info=True)
-            self._stop.wait(self.interval_s)
+            self.producer.wanted.wait(self.interval_s)  # a new job wakes it early
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="crosscheck-relay", daemon=True)
@@ -63,5 +72,6 @@ class Relay:
 
     def stop(self, timeout_s: float = 10.0) -> None:
         self._stop.set()
+        self.producer.wanted.set()
         if self._thread is not None:
             self._thread.join(timeout_s)

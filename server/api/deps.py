@@ -46,6 +46,9 @@ def after_commit(session: Session, action: Callable[[], object]) -> None:
 def enqueue_after_commit(session: Session, producer: Producer, job: Job) -> None:
     """Send the job's message once the job row is committed (a worker must be able to claim it), and take it
     out of the outbox; a send that fails leaves it owed, for the relay (server/relay.py)."""
+    if producer.fair:  # the relay sends it when a worker slot is free, fairly (server/services/dispatch.py)
+        after_commit(session, producer.wanted.set)
+        return
     job_id, attempt, queue, timeout_s = job.id, job.attempts, job.queue, job.timeout_s
     bind = session.get_bind()
 

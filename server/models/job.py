@@ -27,6 +27,8 @@ class Job(Base):
         Index("ix_jobs_operator_created_id_mode", "operator_id", "created_at", "id", "mode"),
         # An operator's latest jobs by id (the operator page's recent jobs): PostgreSQL otherwise sorts all of them.
         Index("ix_jobs_operator_id_id", "operator_id", "id"),
+        # The relay's picks and slot counts (server/services/dispatch.py): waiting and running jobs by queue.
+        Index("ix_jobs_status_queue", "status", "queue"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -57,3 +59,5 @@ class Job(Base):
     # The outbox (docs/platform.md §3): the attempt whose message the broker accepted. A waiting job whose
     # current attempt is not this one is relayed to the broker (server/relay.py).
     dispatched_attempt: Mapped[int | None] = mapped_column(Integer)
+    dispatched_at: Mapped[datetime | None]
+    priority: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # INTERACTIVE goes first

@@ -35,7 +35,22 @@ def pending(session: Session, older_than_s: float, limit: int = BATCH) -> list[J
 def mark_sent(session: Session, job_id: int, attempt: int) -> None:
     """The broker accepted the message of this attempt (a compare-and-set: a newer attempt stays owed)."""
     session.execute(update(Job).where(Job.id == job_id, Job.attempts == attempt)
-                    .values(dispatched_attempt=attempt).execution_options(synchronize_session=False))
+                    .values(dispatched_attempt=attempt, dispatched_at=utcnow())
+                    .execution_options(synchronize_session=False))
+
+
+def unclaimed(session: Session, older_than_s: float) -> list[Job]:
+    """Waiting jobs sent more than older_than_s ago and still not claimed: their message may be lost."""
+    since = utcnow() - timedelta(seconds=older_than_s)
+    return list(session.scalars(select(Job).where(Job.status.in_(WAITING), Job.dispatched_attempt == Job.attempts,
+                                                  Job.dispatched_at < since)))
+
+
+def owe(session: Session, job_ids: list[int]) -> None:
+    """These jobs are owed a message again (the relay sends them)."""
+    if job_ids:
+        session.execute(update(Job).where(Job.id.in_(job_ids)).values(dispatched_attempt=None)
+                        .execution_options(synchronize_session=False))
 
 
 def forget_sent(session: Session) -> int:

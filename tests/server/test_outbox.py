@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -71,6 +72,21 @@ def wait_for(predicate, what: str) -> None:
     raise AssertionError(f"gave up after {DEADLINE_S:.0f} s waiting for {what}")
 
 
+@contextmanager
+def start(make_app, settings, broker: PrivateRedis) -> Iterator[tuple[TestClient, dict[str, str]]]:
+    """The app with its relay and sweeper on the private broker, and one online worker of 4 slots (jobs are
+    sent by free worker slots: docs/platform.md §4); the submit token's headers."""
+    app = make_app(settings.model_copy(update={"broker_url": broker.url, "fair_dispatch": True,
+                                               "job_heartbeat_s": 60.0}), start_sweeper=True)
+    with TestClient(app) as client:
+        secrets = make_tokens(app)
+        beat = {"name": "w1", "host": "h", "queues": ["sim"], "capabilities": {"slots": 4}}
+        r = client.post("/api/v1/workers/heartbeat", json=beat,
+                        headers={"Authorization": f"Bearer {secrets['worker']}"})
+        assert r.status_code == 200, r.text
+        yield client, {"Authorization": f"Bearer {secrets['submit']}"}
+
+
 def owed(app, job_id: int) -> bool:
     with app.state.sessionmaker() as session:
         job = session.get(Job, job_id)
@@ -79,9 +95,8 @@ def owed(app, job_id: int) -> bool:
 
 def test_a_job_accepted_while_the_broker_is_down_reaches_it_when_it_is_back(make_app, settings, broker,
                                                                            scale_add_zip):
-    app = make_app(settings.model_copy(update={"broker_url": broker.url}), start_sweeper=True)
-    with TestClient(app) as client:
-        headers = {"Authorization": f"Bearer {make_tokens(app)['submit']}"}
+    with start(make_app, settings, broker) as (client, headers):
+        app = client.app
         r = client.post(URL, headers=headers, files={"file": ("scale_add.zip", scale_add_zip)})
         assert r.status_code == 202, r.text  # accepted: the row and its debt to the broker are committed
         job_id = r.json()["jobs"][0]["id"]
@@ -96,9 +111,7 @@ def test_a_job_accepted_while_the_broker_is_down_reaches_it_when_it_is_back(make
 def test_after_a_broker_restart_every_waiting_job_is_back_on_its_queue(make_app, settings, broker, scale_add_zip,
                                                                        files_of, make_zip):
     broker.start()
-    app = make_app(settings.model_copy(update={"broker_url": broker.url}), start_sweeper=True)
-    with TestClient(app) as client:
-        headers = {"Authorization": f"Bearer {make_tokens(app)['submit']}"}
+    with start(make_app, settings, broker) as (client, headers):
         for op in ("scale_add", "relu"):
             bundle = scale_add_zip if op == "scale_add" else make_zip(files_of("relu"), top="relu")
             assert client.post(URL, headers=headers, files={"file": (f"{op}.zip", bundle)}).status_code == 202

@@ -4,7 +4,8 @@ The broker delivers in the order it was given, so a tenant with 80 queued jobs u
 one job by all 80. Now a job stays waiting in the database until a worker slot for its queue is free (the
 online workers' slots, less the jobs running or sent and not yet claimed), and each free slot goes to the
 next job in this order: interactive before batch (`priority`), then the tenant (token) with the fewest jobs
-running or sent in that queue, then the tenant served longest ago (round-robin), then the oldest job. So
+running or sent in that queue, then the tenant served longest ago (round-robin), then the oldest job (by id:
+a re-queued job keeps its place in its tenant's line). So
 another tenant's job waits at most for the jobs already running when it came.
 """
 from __future__ import annotations
@@ -74,7 +75,7 @@ def pick(session: Session, settings: Settings, served: Served) -> list[Job]:
 def _fair(session: Session, queue: str, free: int, load: Counter[Tenant], served: Served) -> list[Job]:
     """Up to `free` owed jobs of one queue: interactive first, then the least loaded tenant, then the oldest."""
     rank = func.row_number().over(partition_by=(Submission.token_id, Job.submitted_by),
-                                  order_by=(Job.priority.desc(), Job.queued_at, Job.id)).label("rank")
+                                  order_by=(Job.priority.desc(), Job.id)).label("rank")
     ranked = (select(Job.id, rank).join(Submission, Submission.id == Job.submission_id)
               .where(outbox.owed(), Job.queue == queue).subquery())
     ids = list(session.scalars(select(ranked.c.id).where(ranked.c.rank <= free)))
@@ -82,18 +83,18 @@ def _fair(session: Session, queue: str, free: int, load: Counter[Tenant], served
         return []
     heads: dict[Tenant, list[Job]] = {}
     for job, token_id in session.execute(select(Job, Submission.token_id).join(Submission, Submission.id == Job.submission_id)
-                                         .where(Job.id.in_(ids)).order_by(Job.priority.desc(), Job.queued_at, Job.id)):
+                                         .where(Job.id.in_(ids)).order_by(Job.priority.desc(), Job.id)):
         heads.setdefault((token_id, job.submitted_by), []).append(job)
-    def key(tenant: Tenant, n: int) -> tuple[int, int, int, object, int, Tenant]:
+    def key(tenant: Tenant, n: int) -> tuple[int, int, int, int, Tenant]:
         head = heads[tenant][0]
-        return -head.priority, n, served.get((queue, tenant), -1), head.queued_at, head.id, tenant
+        return -head.priority, n, served.get((queue, tenant), -1), head.id, tenant
 
     heap = [key(t, load[t]) for t in heads]
     heapq.heapify(heap)
     out: list[Job] = []
     turn = max(served.values(), default=0)
     while heap and len(out) < free:
-        _, n, _, _, _, tenant = heapq.heappop(heap)
+        _, n, _, _, tenant = heapq.heappop(heap)
         out.append(heads[tenant].pop(0))
         turn += 1
         served[(queue, tenant)] = turn

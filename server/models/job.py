@@ -16,6 +16,7 @@ EXPIRED = "expired"  # waited as awaiting_npu longer than NPU_WAIT_S
 STATUSES = (QUEUED, AWAITING_NPU, RUNNING, SUCCEEDED, FAILED, ERROR, CANCELLED, TIMEOUT, EXPIRED)
 FINISHED = (SUCCEEDED, FAILED, ERROR, CANCELLED, TIMEOUT, EXPIRED)
 WAITING = (QUEUED, AWAITING_NPU)  # claimable
+INTERACTIVE = 1  # a job's priority when someone waits for it (submit --wait, the dashboard's Submit); else 0
 
 
 class Job(Base):

@@ -23,7 +23,6 @@ from server.models.base import utcnow
 from server.models.job import RUNNING, WAITING
 from server.services import outbox, workers
 
-INTERACTIVE = 1  # `crosscheck submit --wait` and the dashboard's Submit; nightly CI and plain submits are 0
 DISPATCH_LOCK = 36_036  # a PostgreSQL advisory lock: one API process's relay picks at a time
 Tenant = tuple[int | None, str]
 Served = dict[tuple[str, Tenant], int]  # (queue, tenant) -> the number of the pick that served it last

@@ -188,8 +188,10 @@ def _run(args: argparse.Namespace, err: Console) -> int:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     with httpx.Client(base_url=args.server.rstrip("/"), headers=headers, timeout=60.0) as http:
         server = Server(http, args.server)
+        # --wait: someone waits for it, so the server dispatches it before batch jobs (docs/platform.md §4).
         accepted = send(server, filename, data, args.mode or ["sim"], args.case, operator=args.operator,
-                        branch=args.branch, commit=args.commit, author=args.author, pypto=args.pypto)
+                        branch=args.branch, commit=args.commit, author=args.author, pypto=args.pypto,
+                        interactive="true" if args.wait else None)
         jobs = accepted["jobs"]
         err.print(f"submission {accepted['submission_id']}: " + ", ".join(
             f"job {j['id']} ({j['mode']})" for j in jobs))

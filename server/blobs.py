@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 from pathlib import Path, PurePosixPath
 
 from server.errors import InvalidInput, NotFound
@@ -21,11 +22,16 @@ class BlobStore:
             # Private to the service's uid: bundles are other people's code (docs/SECURITY.md).
             self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            tmp.replace(path)  # atomic: readers never see half a bundle
+            # A temp name of its own per call (O_EXCL, 0600): two threads of one process storing the same
+            # bundle at once each write their own file, and the second rename replaces an identical one.
+            fd, tmp = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                os.replace(tmp, path)  # atomic: readers never see half a bundle
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
         return digest, rel
 
     def path(self, rel: str) -> Path:

@@ -22,10 +22,15 @@ class Settings(BaseSettings):
     case_timeout_s: float = 300.0
     case_memory_gib: float | None = None  # unset: half of each worker host's memory (runtime/fence/host_memory.py)
     max_upload_bytes: int = 20 * 1024 * 1024
-    job_heartbeat_s: float = 10.0
-    stale_job_s: float = 120.0  # a running job without heartbeat this long is re-queued
-    sweep_interval_s: float = 15.0  # how often the API looks for lost jobs and messages (server/sweeper.py)
+    # A killed worker's job runs again within stale_job_s + sweep_interval_s of its last heartbeat (docs/platform.md §3).
+    job_heartbeat_s: float = 5.0
+    stale_job_s: float = 20.0  # a running job without heartbeat this long is re-queued
+    sweep_interval_s: float = 5.0  # how often the API looks for lost jobs and messages (server/sweeper.py)
     max_attempts: int = 3
+    # Jobs wait in the database until a worker slot of their queue is free, interactive first, then round-robin
+    # over tokens (docs/platform.md §4); off: every job goes to the broker at once, first come first served.
+    fair_dispatch: bool = True
+    dispatch_hold_s: float = 30.0  # a job sent and not yet claimed holds its slot this long
     broker_poll_s: float = 0.1
     max_ingest_bytes: int = 64 * 1024 * 1024  # one uploaded report or JUnit file (docs/ci.md)
     webhook_backoff_s: float = 30.0  # first retry delay; doubles per failed attempt

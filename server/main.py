@@ -27,6 +27,7 @@ from server.queue import Producer
 from server.schemas.submission import SubmissionCreate
 from server.security_headers import SecurityHeaders
 from server.body_limit import BodyLimit
+from server.relay import Relay
 from server.sweeper import Sweeper
 from server.webhook_sender import WebhookSender
 
@@ -59,7 +60,8 @@ def create_app(settings: Settings | None = None, *, start_sweeper: bool = True) 
         check_schema(engine, settings.resolved_database_url)  # raises SchemaOutdated: refuse to start
         sweeper = Sweeper(app.state.sessionmaker, app.state.producer, settings, settings.sweep_interval_s) if start_sweeper else None
         sender = WebhookSender(app.state.sessionmaker, settings) if start_sweeper else None
-        for thread in (sweeper, sender):
+        relay = Relay(app.state.sessionmaker, app.state.producer, settings) if start_sweeper else None
+        for thread in (sweeper, sender, relay):
             if thread:
                 thread.start()
         log.info("api.started database=%s", engine.url.render_as_string(hide_password=True))
@@ -70,7 +72,7 @@ def create_app(settings: Settings | None = None, *, start_sweeper: bool = True) 
         try:
             yield
         finally:
-            for thread in (sweeper, sender):
+            for thread in (sweeper, sender, relay):
                 if thread:
                     thread.stop()
             app.state.producer.close()

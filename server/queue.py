@@ -1,12 +1,13 @@
 """The producer side of the job queue (its contract: jobqueue/): a minimal Celery app, enqueue, broker upkeep.
 
 The server never imports worker tasks; it sends them by name. Jobs are enqueued only after the
-transaction that created them commits, and a failed send is not an error: the job stays `queued`
-in the database (the source of truth) and the sweeper re-sends it.
+transaction that created them commits, and a failed send is not an error: the job stays owed in the
+database's outbox (the source of truth) and the relay sends it within seconds (server/relay.py).
 """
 from __future__ import annotations
 
 import logging
+import threading
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
@@ -19,6 +20,8 @@ from server.config import Settings, get_settings
 
 log = logging.getLogger(__name__)
 
+# A key the producer leaves in a Redis broker: gone means the broker lost its messages (server/relay.py).
+BROKER_MARK_KEY = "crosscheck:broker-mark"
 HARD_LIMIT_GRACE_S = 60.0  # time_limit = timeout_s + this: the soft limit lets the worker report first
 BROKER_TIMEOUT_S = 2.0
 # Re-sending is best effort, so give up fast rather than hold a request open.
@@ -50,6 +53,10 @@ class Producer:
         configure_sqlite_transport(self.broker_url, settings.broker_poll_s)
         self.celery = Celery("crosscheck-api", set_as_current=False)
         self.celery.conf.update(celery_config(settings))
+        self._redis: Any = None
+        # Fair dispatch: a request or sweep only wakes the relay, which sends by free worker slots.
+        self.fair = settings.fair_dispatch
+        self.wanted = threading.Event()
 
     def enqueue(self, job_id: int, attempt: int, queue: str, timeout_s: float) -> bool:
         """Send `jobs.run(job_id, attempt)` to the mode's queue; False when the broker refused."""
@@ -67,6 +74,25 @@ class Producer:
         """Raise when the broker cannot be reached within about timeout_s."""
         with self.celery.connection_for_write() as conn:
             conn.ensure_connection(max_retries=1, timeout=timeout_s)
+
+    def _redis_client(self) -> Any:
+        if self._redis is None:
+            import redis
+
+            self._redis = redis.Redis.from_url(self.broker_url, socket_timeout=BROKER_TIMEOUT_S,
+                                               socket_connect_timeout=BROKER_TIMEOUT_S)
+        return self._redis
+
+    def broker_emptied(self) -> bool:
+        """Whether a Redis broker lost its messages since mark_broker() (restarted without its data, flushed);
+        raises when it cannot be reached. The embedded broker is a file of ours: never."""
+        if not self.broker_url.startswith(("redis://", "rediss://")):
+            return False
+        return not self._redis_client().exists(BROKER_MARK_KEY)
+
+    def mark_broker(self) -> None:
+        if self.broker_url.startswith(("redis://", "rediss://")):
+            self._redis_client().set(BROKER_MARK_KEY, "1")
 
     def purge_consumed(self, older_than_s: float = 300.0) -> int:
         """Delete consumed messages from the embedded SQLite broker (kombu never deletes them)."""
@@ -87,6 +113,8 @@ class Producer:
 
     def close(self) -> None:
         self.celery.close()
+        if self._redis is not None:
+            self._redis.close()
 
 
 @lru_cache

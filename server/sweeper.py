@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from server.config import Settings
 from server.queue import Producer
-from server.services import jobs, npu_wait
+from server.services import jobs, npu_wait, outbox
 
 log = logging.getLogger(__name__)
 
@@ -62,14 +62,23 @@ class Sweeper:
                 elif outcome == jobs.GAVE_UP:
                     report.failed.append(job.id)
             now, waiting = time.monotonic(), set()
-            for job in jobs.queued_jobs(session, resend_after):
+            fair = self.settings.fair_dispatch
+            for job in (outbox.unclaimed(session, resend_after) if fair else jobs.queued_jobs(session, resend_after)):
                 waiting.add((job.id, job.attempts))
                 if job.id not in report.requeued and self._due(job.id, job.attempts, now, resend_after):
                     report.resent.append(job.id)
                     sends.append((job.id, job.attempts, job.queue, job.timeout_s))
             self._next_resend = {k: v for k, v in self._next_resend.items() if k in waiting}
-        for args in sends:
-            self.producer.enqueue(*args)
+            if fair:  # the relay sends them as worker slots free up (server/services/dispatch.py)
+                outbox.owe(session, [args[0] for args in sends])
+                sends = []
+        if fair and (report.requeued or report.resent):
+            self.producer.wanted.set()
+        sent = [(args[0], args[1]) for args in sends if self.producer.enqueue(*args)]
+        if sent:
+            with self.maker() as session, session.begin():
+                for job_id, attempt in sent:
+                    outbox.mark_sent(session, job_id, attempt)
         report.purged = self.producer.purge_consumed(CONSUMED_MESSAGE_TTL_S)
         npu = report.npu
         if npu.awaiting or npu.resumed or npu.expired:

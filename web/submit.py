@@ -40,6 +40,7 @@ def submit(caller: Submitter, session: SessionDep, settings: SettingsDep, blobs:
     form cannot make the browser send it (no cross-site request forgery of submissions).
     """
     new.submitted_by, new.token_id = caller.name, caller.token_id
+    new.interactive = True  # someone is looking at the page it leads to (docs/platform.md §4)
     _sub, jobs, created = submissions.create(session, blobs, settings, new)
     if created:
         for job in jobs:

@@ -26,7 +26,7 @@ class WorkerSettings(BaseSettings):
     broker_poll_s: float = 0.1
     cache_dir: Path | None = None  # the graph-verify calculator cache; default: runtime's
     case_parallel: int = 1  # cases of one job run at once (mind the Celery concurrency)
-    job_heartbeat_s: float = 10.0
+    job_heartbeat_s: float = 5.0  # the server re-queues a job after STALE_JOB_S (20 s) without one
     # NPU workers (docs/npu.md): the cards this worker may use ("0-7", "0,1"; "" = every card it
     # finds), device-level failures in a row before a card is quarantined, and the card ledger's folder.
     npu_devices: str = ""

@@ -154,9 +154,11 @@ def _on_ready(sender: Any, **_: Any) -> None:
     queues = sorted(sender.app.amqp.queues.consume_from) if hasattr(sender, "app") else _main_process.queues
 
     pool, ledger = npu_cards(settings)
+    # Jobs at a time: the server sends a queue no more jobs than its workers' free slots (docs/platform.md §4).
+    slots = int(getattr(getattr(sender, "controller", None), "concurrency", None) or 1)
 
     def beat() -> None:
-        caps = capabilities(build.state(), _main_process.npu, pool, ledger)
+        caps = {**capabilities(build.state(), _main_process.npu, pool, ledger), "slots": slots}
         answer = api.worker_heartbeat({"name": name, "host": socket.gethostname(), "queues": queues,
                                        "capabilities": caps, "current_job_id": _current_job_id(),
                                        "jobs_done": _jobs_done()})

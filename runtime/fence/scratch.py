@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -21,7 +22,8 @@ OWNER_MARK = ".crosscheck-owner"  # holds the owner's pid, for people; the lock 
 JOB_PREFIX = "crosscheck-job"  # worker job dirs: crosscheck-job<id>-XXXX
 WARM_PREFIX = "crosscheck-warm-"  # a warm parent's scratch
 RUN_PREFIX = "crosscheck-run-"  # `crosscheck run`'s work dir
-SWEPT_PREFIXES = (JOB_PREFIX, WARM_PREFIX, RUN_PREFIX)
+DAEMON_PREFIX = "crosscheck-daemon-"  # a run daemon's scratch (runtime/warm/daemon_client.py)
+SWEPT_PREFIXES = (JOB_PREFIX, WARM_PREFIX, RUN_PREFIX, DAEMON_PREFIX)
 
 
 class OwnedDir:
@@ -56,6 +58,39 @@ class OwnedDir:
 
     def __exit__(self, *exc: object) -> None:
         self.cleanup()
+
+
+def hold_shared(path: Path, make: Callable[[Path], object]) -> int:
+    """A dir several processes use at once (a run daemon's scratch: the daemon and the runs it serves):
+    made with `make` when missing, marked ours, and held with a shared lock; the fd holding it. The sweep
+    (an exclusive lock) passes it by while any holder lives and removes it once the last one is gone."""
+    while True:
+        make(path)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        fcntl.flock(fd, fcntl.LOCK_SH)  # waits only while a sweep removes it
+        try:
+            same = os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+        except OSError:
+            same = False
+        if same:  # else a sweep removed it between our open and our lock: make it again
+            mark = path / OWNER_MARK
+            if not mark.exists():
+                mark.write_text(f"{os.getpid()}\n")
+            return fd
+        os.close(fd)
+
+
+def release_shared(path: Path, fd: int) -> bool:
+    """Let go of a hold_shared dir, removing it when no other holder is left; whether it was removed."""
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False  # another holder lives: the last one (or a later sweep) removes it
+        shutil.rmtree(path, ignore_errors=True)
+        return True
+    finally:
+        os.close(fd)
 
 
 def sweep_dead(parent: Path | None = None) -> list[Path]:

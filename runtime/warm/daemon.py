@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import shutil
 import signal
 import socket
 import struct
@@ -28,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from runtime.fence import cgroup, hostview
-from runtime.warm.parent import _preload, _send, session
+from runtime.fence.scratch import hold_shared, release_shared
+from runtime.warm.parent import HELD_FDS, _preload, _send, session
 
 DOOR_CHECK_S = 30.0  # while idle, this often it checks that its socket is still there and still its own
 MAX_FIRST_LINE = 4 << 20  # a caller's first message (a job request, or a run handed over with its environment)
@@ -69,6 +69,8 @@ def _still_ours(path: Path, inode: int) -> bool:
 def serve(path: Path, mode: str, scratch: Path, digest: str, idle_s: float, on_run: RunHandler | None = None) -> None:
     # The host's view once, as a private warm parent learns it (runtime/warm/parent.py): every job leader
     # forked from here inherits it instead of walking the host's filesystems itself (docs/run-daemon.md).
+    hold = hold_shared(scratch, lambda p: p.mkdir(mode=0o755, exist_ok=True))  # removed by the last holder
+    HELD_FDS.add(hold)
     scan = hostview.start_scan()
     info = _preload(mode)
     hostview.learn(scan)
@@ -115,7 +117,7 @@ def serve(path: Path, mode: str, scratch: Path, digest: str, idle_s: float, on_r
         except OSError:
             pass
         listener.close()
-        shutil.rmtree(scratch, ignore_errors=True)
+        release_shared(scratch, hold)  # removed unless a run still uses it (a busy run's private parent)
 
 
 def _first_message(conn: socket.socket, listener: socket.socket) -> tuple[bytes, list[int]]:
@@ -159,6 +161,8 @@ def _run_handed(conn: socket.socket, listener: socket.socket, request: dict[str,
         try:
             listener.close()
             ours.close()
+            for fd in HELD_FDS:
+                os.close(fd)
             code = on_run(request, fds, theirs, conn, hello)
         except BaseException:  # noqa: BLE001 - the daemon's log says why; the caller sees the session end
             traceback.print_exc()

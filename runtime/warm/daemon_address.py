@@ -35,8 +35,15 @@ def socket_dir(cache_dir: Path, create: bool = True) -> Path:
     return d
 
 
-def socket_path(cache_dir: Path, mode: str, create: bool = True) -> Path:
-    return socket_dir(cache_dir, create) / f"{mode}.sock"
+def socket_name(mode: str, cwd: str | None = None) -> str:
+    """`<mode>-<dir key>.sock`: one daemon per starting dir, so runs from two dirs (two terminals) each keep
+    theirs instead of replacing each other's (the dir is part of the digest: docs/run-daemon.md)."""
+    where = os.path.realpath(cwd if cwd is not None else os.getcwd())
+    return f"{mode}-{hashlib.sha256(where.encode()).hexdigest()[:12]}.sock"
+
+
+def socket_path(cache_dir: Path, mode: str, create: bool = True, cwd: str | None = None) -> Path:
+    return socket_dir(cache_dir, create) / socket_name(mode, cwd)
 
 
 def _version(dist: str) -> str:

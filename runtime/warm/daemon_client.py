@@ -11,7 +11,6 @@ import fcntl
 import hashlib
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.fence.jobenv import write_sim_config
+from runtime.fence.scratch import hold_shared, release_shared
 from runtime.warm import daemon_address
 from runtime.warm.client import BOOT, CODE_ROOT, READY_TIMEOUT_S, WarmParent, WarmParentError, _pypto_lib_dir
 
@@ -73,10 +73,13 @@ class DaemonParent(WarmParent):
         # per socket dir: two cache dirs are two daemons, and one's exit must not remove the other's scratch.
         where = hashlib.sha256(str(dir_).encode()).hexdigest()[:8]
         scratch = Path(tempfile.gettempdir()) / f"crosscheck-daemon-{os.getuid()}-{mode}-{self.digest}-{where}"
-        super().__init__(mode, scratch=_own_dir(scratch))  # not ours to remove: the daemon does, at exit
+        # Held (a shared lock) by this run and by the daemon: the last to let go removes it, and one killed
+        # leaves it to the sweep of the next warm parent's start (runtime/fence/scratch.py).
+        self._hold: int | None = hold_shared(scratch, _own_dir)
+        super().__init__(mode, scratch=scratch)
         self.dir = dir_
-        self.path: Path | None = self.dir / f"{mode}.sock"
-        self._stillborn = False  # the daemon this run started died at start: its scratch is ours to remove
+        self.path: Path | None = self.dir / daemon_address.socket_name(mode)
+        self._start_lock = self.path.with_suffix(".lock")
 
     def source_digest(self) -> str:
         return daemon_address.source_digest(self.mode)
@@ -84,7 +87,7 @@ class DaemonParent(WarmParent):
     def start(self) -> dict[str, Any]:
         if self.sock is not None:
             return self.info
-        with open(self.dir / f"{self.mode}.lock", "w") as lock:
+        with open(self._start_lock, "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # one run starts the daemon; the others wait for it
             hello = self._connect()
             if hello is not None and hello.get("ready") and hello.get("digest") != self.digest:
@@ -98,7 +101,6 @@ class DaemonParent(WarmParent):
                 if hello is None:  # it died or never answered: this run goes on without it
                     sys.stderr.write(f"note: the run daemon did not start (its log: {self.scratch / 'warm-parent.log'});"
                                      " running without it\n")
-                    self._stillborn = True
                     return self._private()
         if not hello.get("ready"):
             self._drop()
@@ -186,23 +188,11 @@ class DaemonParent(WarmParent):
     def close(self) -> None:
         if self.path is None:  # fell back to a private parent
             WarmParent.close(self)
-            if self._stillborn:
-                self._remove_stillborn_scratch()
-            return
-        _end_session(self)
-
-    def _remove_stillborn_scratch(self) -> None:
-        """The scratch of a daemon that died at start, unless a daemon started since answers (it shares the
-        digest and cache dir, hence the scratch); under the start lock, so none starts meanwhile."""
-        with open(self.dir / f"{self.mode}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-                try:
-                    probe.connect(str(self.dir / f"{self.mode}.sock"))
-                    return
-                except OSError:
-                    pass
-            shutil.rmtree(self.scratch, ignore_errors=True)
+        else:
+            _end_session(self)
+        if self._hold is not None:  # removed here when no daemon holds it (one that died at start, say)
+            release_shared(self.scratch, self._hold)
+            self._hold = None
 
 
 class HandedParent(WarmParent):

@@ -21,6 +21,7 @@ from runtime.fence import hostview
 from runtime.warm.leader import supervise_job
 
 LEADER_GRACE_S = 60.0  # on top of the job timeout, before the parent kills a stuck leader
+HELD_FDS: set[int] = set()  # the parent's own holds (the daemon's scratch lock): closed in every job leader
 
 
 def _preload(mode: str) -> dict[str, Any]:
@@ -152,7 +153,7 @@ def _start_leader(request: dict[str, Any], sock: socket.socket, others: list[int
         sock.close()
         if listener is not None:  # the daemon's door: never within a job's reach
             listener.close()
-        for fd in others:  # other jobs' report pipes: never within this job's reach
+        for fd in (*others, *HELD_FDS):  # other jobs' report pipes, our holds: never within this job's reach
             os.close(fd)
         try:
             report = supervise_job(request, report_fd=w)

@@ -5,6 +5,7 @@ server.main.create_app), so a test app and the real one never share globals.
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from typing import Annotated
 
@@ -16,9 +17,10 @@ from server.config import Settings
 from server.db import session_scope
 from server.models import Job
 from server.queue import Producer
-from server.services import submission_body
+from server.services import outbox, submission_body
 from server.services.submissions import NewSubmission
 
+log = logging.getLogger(__name__)
 AFTER_COMMIT = "crosscheck.after_commit"
 
 
@@ -42,9 +44,24 @@ def after_commit(session: Session, action: Callable[[], object]) -> None:
 
 
 def enqueue_after_commit(session: Session, producer: Producer, job: Job) -> None:
-    """Send the job's message once the job row is committed (a worker must be able to claim it)."""
-    args = (job.id, job.attempts, job.queue, job.timeout_s)
-    after_commit(session, lambda: producer.enqueue(*args))
+    """Send the job's message once the job row is committed (a worker must be able to claim it), and take it
+    out of the outbox; a send that fails leaves it owed, for the relay (server/relay.py)."""
+    if producer.fair:  # the relay sends it when a worker slot is free, fairly (server/services/dispatch.py)
+        after_commit(session, producer.wanted.set)
+        return
+    job_id, attempt, queue, timeout_s = job.id, job.attempts, job.queue, job.timeout_s
+    bind = session.get_bind()
+
+    def send() -> None:
+        if not producer.enqueue(job_id, attempt, queue, timeout_s):
+            return
+        try:
+            with Session(bind) as marking, marking.begin():
+                outbox.mark_sent(marking, job_id, attempt)
+        except Exception:  # committed and sent: the relay sends it once more at worst, never a 500 here
+            log.warning("job.mark_sent_failed job_id=%s attempt=%s", job_id, attempt, exc_info=True)
+
+    after_commit(session, send)
 
 
 def get_settings(request: Request) -> Settings:

@@ -21,14 +21,16 @@ CONFLICT: dict[int | str, dict[str, Any]] = {403: {"model": ErrorRead}, 404: {"m
                                              409: {"model": ErrorRead}}
 
 
-def job_read(session: Session, job: Job) -> JobRead:
-    """A job as the API shows it: its queue position while queued, and the operator's name."""
+def job_read(session: Session, job: Job, positions: dict[int, int] | None = None) -> JobRead:
+    """A job as the API shows it: its queue position while queued (from `positions` when the caller has them
+    for a whole page), and the operator's name."""
     operator = session.get(Operator, job.operator_id)
     timings = JobTimings(created_at=job.created_at, queued_at=job.queued_at, started_at=job.started_at,
                          finished_at=job.finished_at, duration_s=job.duration_s)
     return JobRead(id=job.id, submission_id=job.submission_id, operator=operator.name if operator else "",
                    mode=job.mode, queue=job.queue, status=job.status, attempts=job.attempts,
-                   queue_position=jobs.queue_position(session, job), worker=job.worker,
+                   queue_position=(jobs.queue_position(session, job) if positions is None
+                                   else positions.get(job.id)), worker=job.worker,
                    env_fingerprint=job.env_fingerprint, progress=job.progress, summary=job.summary,
                    case_count=job.case_count, timeout_s=job.timeout_s, cancel_requested=job.cancel_requested,
                    error=job.error, submitted_by=job.submitted_by, timings=timings)
@@ -39,7 +41,9 @@ def list_jobs(caller: ReadCaller, session: SessionDep, operator: str | None = No
               limit: Annotated[int, Query(ge=1, le=500)] = 50) -> JobList:
     """The latest jobs, optionally of one operator."""
     operator_id = queries.get_operator(session, operator).id if operator else None
-    return JobList(items=[job_read(session, j) for j in queries.recent_jobs(session, limit, operator_id)])
+    listed = queries.recent_jobs(session, limit, operator_id)
+    positions = jobs.queue_positions(session, listed)
+    return JobList(items=[job_read(session, j, positions) for j in listed])
 
 
 @router.get("/{job_id}", response_model=JobRead, summary="A job's status, progress and timings", responses=NOT_FOUND)

@@ -31,6 +31,8 @@ MULTIPART_SCHEMA: dict[str, Any] = {
         "suite_run_id": {"type": "integer"},
         "pypto": {"type": "string", "description": "the pypto version the kernel was written for; its jobs go only "
                                                    "to workers with it (docs/versions.md)"},
+        "interactive": {"type": "boolean", "description": "someone waits for the result: dispatched before batch "
+                                                          "jobs (docs/platform.md §4)"},
     },
 }
 OPENAPI_BODY = {"requestBody": {"required": True, "content": {

@@ -14,7 +14,7 @@ import os
 import sys
 
 from jobqueue import QUEUES, worker_queues
-from server.commands import child_processes, datadir, locate
+from server.commands import child_processes, datadir, locate, worker_name
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -26,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="NPU cards this worker may use, e.g. 0-7 or 0,1 (sets NPU_DEVICES; default: all)")
     p.add_argument("--concurrency", type=int, default=None, metavar="N",
                    help="jobs at a time, one warm parent each (default: 1; an npu worker: one per card)")
-    p.add_argument("--name", default=None, metavar="NAME", help="worker name (default: <queues>@<host>)")
+    p.add_argument("--name", default=None, metavar="NAME",
+                   help="worker name (default: <queues>@<host>, or <queues>-2@<host>, ... when that one runs)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
                    help="how much the worker logs")
     locate.add_data_dir_argument(p)
@@ -139,6 +140,15 @@ def run(args: argparse.Namespace) -> int:
     from runtime.devices.pypto_api import installed_version
 
     consumed = worker_queues(queues, installed_version())
-    print(f"consuming {', '.join(consumed)} (pypto {installed_version() or 'not installed'})", file=sys.stderr)
-    proc = child_processes.start(celery_command(consumed, concurrency, args.name, args.log_level.upper()), env)
-    return child_processes.wait_forwarding_signals(proc)
+    try:
+        node, lock = worker_name.claim(queues, args.name)
+    except worker_name.NameTaken as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"worker {node} consuming {', '.join(consumed)} (pypto {installed_version() or 'not installed'})",
+          file=sys.stderr)
+    # The lock goes with the worker: the name stays taken while Celery runs, even if this process dies.
+    with lock:
+        proc = child_processes.start(celery_command(consumed, concurrency, node, args.log_level.upper()), env,
+                                     pass_fds=(lock.fileno(),))
+        return child_processes.wait_forwarding_signals(proc)

@@ -16,6 +16,7 @@ EXPIRED = "expired"  # waited as awaiting_npu longer than NPU_WAIT_S
 STATUSES = (QUEUED, AWAITING_NPU, RUNNING, SUCCEEDED, FAILED, ERROR, CANCELLED, TIMEOUT, EXPIRED)
 FINISHED = (SUCCEEDED, FAILED, ERROR, CANCELLED, TIMEOUT, EXPIRED)
 WAITING = (QUEUED, AWAITING_NPU)  # claimable
+INTERACTIVE = 1  # a job's priority when someone waits for it (submit --wait, the dashboard's Submit); else 0
 
 
 class Job(Base):
@@ -27,6 +28,8 @@ class Job(Base):
         Index("ix_jobs_operator_created_id_mode", "operator_id", "created_at", "id", "mode"),
         # An operator's latest jobs by id (the operator page's recent jobs): PostgreSQL otherwise sorts all of them.
         Index("ix_jobs_operator_id_id", "operator_id", "id"),
+        # The relay's picks and slot counts (server/services/dispatch.py): waiting and running jobs by queue.
+        Index("ix_jobs_status_queue", "status", "queue"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -54,3 +57,8 @@ class Job(Base):
     finished_at: Mapped[datetime | None]
     heartbeat_at: Mapped[datetime | None]
     awaiting_since: Mapped[datetime | None]  # set while awaiting_npu
+    # The outbox (docs/platform.md §3): the attempt whose message the broker accepted. A waiting job whose
+    # current attempt is not this one is relayed to the broker (server/relay.py).
+    dispatched_attempt: Mapped[int | None] = mapped_column(Integer)
+    dispatched_at: Mapped[datetime | None]
+    priority: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # INTERACTIVE goes first

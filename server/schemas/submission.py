@@ -27,6 +27,8 @@ class SubmissionCreate(BaseModel):
     pypto: str | None = Field(default=None, max_length=48,
                               description="the pypto version the kernel was written for; its jobs go only to "
                                           "workers with it (docs/versions.md)")
+    interactive: bool = Field(default=False, description="someone waits for the result: its jobs go to the next "
+                                                         "free worker before batch jobs (docs/platform.md §4)")
 
     @model_validator(mode="after")
     def _one_name(self) -> SubmissionCreate:

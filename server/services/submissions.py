@@ -22,6 +22,7 @@ from server.config import Settings
 from server.errors import Conflict, InvalidInput, PayloadTooLarge
 from server.models import Job, Operator, Submission, SuiteRun
 from server.models.base import utcnow
+from server.models.job import INTERACTIVE
 from server.services import audit, bounds, npu_wait, pypto_route
 
 SUFFIXES = (".tar.gz", ".tgz", ".zip", ".py")
@@ -40,6 +41,7 @@ class NewSubmission:
     submitted_by: str = ""
     token_id: int | None = None  # the caller's token: Idempotency-Keys are unique per token
     pypto: str | None = None  # the pypto version asked for (server/services/pypto_route.py)
+    interactive: bool = False  # someone waits for it (submit --wait, the dashboard): dispatched first
 
     def request_fields(self) -> dict[str, Any]:
         """What an Idempotency-Key replay must repeat: the bundle and everything that shapes the jobs."""
@@ -142,7 +144,8 @@ def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmi
                  operator=operator_name, modes=modes, bundle_sha256=digest)
     jobs = [Job(submission_id=sub.id, operator_id=operator.id, mode=mode, queue=queues[mode],
                 timeout_s=bounds.job_time_limit_s(settings, n_cases), case_count=n_cases,
-                submitted_by=new.submitted_by, queued_at=utcnow()) for mode in modes]
+                submitted_by=new.submitted_by, queued_at=utcnow(), priority=INTERACTIVE if new.interactive else 0)
+            for mode in modes]
     session.add_all(jobs)
     session.flush()
     npu_wait.on_create(session, settings, jobs)  # awaiting_npu when no NPU worker is online

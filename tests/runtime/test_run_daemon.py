@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from runtime.fence.scratch import sweep_dead
+from runtime.warm.daemon_address import socket_name
 from runtime.warm.daemon_client import DaemonParent
 from tests.conftest import EXAMPLES, REPO
 
@@ -65,11 +67,16 @@ def cache(calculator_cache: Path) -> Iterator[Path]:
     shutil.rmtree(d, ignore_errors=True)
 
 
-def crosscheck_run(cache: Path, *extra: str, path: Path = EXAMPLES / "scale_add") -> dict:
+def run_socket(cache: Path, cwd: str = "/tmp") -> Path:
+    """The socket of the daemon that runs started in `cwd` use (one per starting dir)."""
+    return cache / f"run-daemon-{os.getuid()}" / socket_name("sim", cwd)
+
+
+def crosscheck_run(cache: Path, *extra: str, path: Path = EXAMPLES / "scale_add", cwd: str = "/tmp") -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CROSSCHECK_")}
     env.update(PYTHONPATH=str(REPO), COLUMNS="80")
     done = subprocess.run([sys.executable, "-m", "server.cli", "run", str(path), "--json", "-",
-                           "--cache-dir", str(cache), *extra], env=env, cwd="/tmp", capture_output=True, text=True,
+                           "--cache-dir", str(cache), *extra], env=env, cwd=cwd, capture_output=True, text=True,
                           timeout=600, check=False)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -83,7 +90,7 @@ def by_case(report: dict) -> dict:
 @pytest.mark.slow
 def test_the_same_report_case_by_case_with_and_without_the_daemon(cache):
     plain = crosscheck_run(cache, "--no-daemon")
-    sock = cache / f"run-daemon-{os.getuid()}" / "sim.sock"
+    sock = run_socket(cache)
     assert not sock.exists()  # --no-daemon starts none
     first = crosscheck_run(cache)
     pid = hello(sock)["pid"]
@@ -128,6 +135,32 @@ def test_the_daemon_is_replaced_when_the_source_digest_changes(cache):
     assert info["pid"] != pid and info["digest"] == "b" * 16
     assert gone(pid)
     assert not old.scratch.exists()  # the old daemon took its scratch with it
+
+
+@pytest.mark.slow
+def test_runs_from_two_dirs_keep_a_daemon_each(cache, tmp_path):
+    """Two terminals in two dirs used to replace each other's daemon at every run (the dir is in the digest)."""
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    other.chmod(0o755)
+    crosscheck_run(cache)
+    first = hello(run_socket(cache))["pid"]
+    crosscheck_run(cache, cwd=str(other))
+    second = hello(run_socket(cache, str(other)))["pid"]
+    assert second != first and hello(run_socket(cache))["pid"] == first  # both still serve their dir
+
+
+@pytest.mark.slow
+def test_a_killed_daemons_scratch_goes_with_the_next_sweep(cache):
+    parent = DaemonParent("sim", cache)
+    pid = parent.start()["pid"]
+    parent.close()
+    sweep_dead()
+    assert parent.scratch.exists()  # a live daemon's scratch stays
+    os.kill(pid, 9)
+    assert gone(pid)
+    assert parent.scratch in sweep_dead()  # the next warm parent's or worker's start would do this
+    assert not parent.scratch.exists()
 
 
 @pytest.mark.slow
@@ -190,12 +223,12 @@ def handed_run(cache: Path, tmp: Path, *extra: str) -> tuple[subprocess.Complete
 @pytest.mark.slow
 def test_a_run_handed_to_the_daemon_imports_nothing_heavy_and_gets_the_same_verdicts(cache, tmp_path):
     crosscheck_run(cache)  # starts the daemon the ordinary way
-    pid = hello(cache / f"run-daemon-{os.getuid()}" / "sim.sock")["pid"]
+    pid = hello(run_socket(cache))["pid"]
     done, seen, report = handed_run(cache, tmp_path)
     assert seen == {"code": 0, "heavy": []}, done.stderr  # torch, pypto, pydantic, rich: all in the daemon
     assert "result: acceptable" in done.stderr and "scale_add" in done.stdout  # printed on our stdio
     assert by_case(json.loads(report.read_text())) == by_case(crosscheck_run(cache, "--no-daemon"))
-    assert hello(cache / f"run-daemon-{os.getuid()}" / "sim.sock")["pid"] == pid
+    assert hello(run_socket(cache))["pid"] == pid
 
 
 @pytest.mark.slow
@@ -212,7 +245,7 @@ def test_what_the_daemon_cannot_serve_starts_the_ordinary_way(cache, tmp_path):
 def test_a_daemon_that_dies_at_start_leaves_the_run_to_go_on_without_it(cache):
     """A directory where the daemon's socket goes: the daemon cannot take its place and exits; the run
     says so once and runs on a private warm parent (before, it waited for the daemon's whole start timeout)."""
-    sock = cache / f"run-daemon-{os.getuid()}" / "sim.sock"
+    sock = run_socket(cache)
     sock.mkdir(parents=True)
     (sock / "in-the-way").write_text("")
     env = {k: v for k, v in os.environ.items() if not k.startswith("CROSSCHECK_")}

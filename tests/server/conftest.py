@@ -106,8 +106,10 @@ def database_url(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def settings(database_url: str, tmp_path: Path) -> Settings:
+    # Jobs go to the broker at once (no fair dispatch by worker slots), so a test sees the message its request
+    # sent without a worker online; tests/server/test_fair_dispatch.py and test_outbox.py turn it on.
     return Settings(database_url=database_url, data_dir=tmp_path, broker_url=f"sqla+sqlite:///{tmp_path / 'broker.db'}",
-                    blob_dir=tmp_path / "blobs", max_upload_bytes=256 * 1024)
+                    blob_dir=tmp_path / "blobs", max_upload_bytes=256 * 1024, fair_dispatch=False)
 
 
 def truncate(engine: sa.Engine) -> None:

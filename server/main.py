@@ -27,6 +27,7 @@ from server.queue import Producer
 from server.schemas.submission import SubmissionCreate
 from server.security_headers import SecurityHeaders
 from server.body_limit import BodyLimit
+from server.early_auth import EarlyAuth
 from server.sweeper import Sweeper
 from server.webhook_sender import WebhookSender
 
@@ -91,6 +92,7 @@ def create_app(settings: Settings | None = None, *, start_sweeper: bool = True) 
     app.include_router(ops.router)
     web.install(app)
     app.add_middleware(BodyLimit)
+    app.add_middleware(EarlyAuth)  # outside BodyLimit: an anonymous write is answered before any byte is read
     app.add_middleware(SecurityHeaders)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

@@ -101,12 +101,12 @@ def update_suite(name: str, body: SuiteUpdate, request: Request, caller: AdminCa
 
 @runs.post("", status_code=status.HTTP_201_CREATED, response_model=SuiteRunRead, summary="Open a suite run",
            responses={200: {"model": SuiteRunRead, "description": "the run with this suite and key exists"},
-                      422: {"model": ErrorRead}})
+                      403: {"model": ErrorRead}, 422: {"model": ErrorRead}})
 def open_run(body: SuiteRunCreate, request: Request, response: Response, caller: SubmitCaller, session: SessionDep,
              settings: SettingsDep) -> SuiteRunRead:
     """Idempotent by (suite, run_key): a retried call gets the same run with 200."""
     run, created = suite_runs.open_run(session, body.suite, body.run_key, body.labels, list(body.modes),
-                                       body.reuse, caller.name)
+                                       body.reuse, caller.name, caller.allows("admin"))
     if not created:
         response.status_code = status.HTTP_200_OK
     return run_read(request, settings, session, run)
@@ -145,7 +145,7 @@ def submit_operator(run_id: int, response: Response, caller: SubmitCaller, sessi
     """The same body as POST /submissions; modes default to the run's."""
     run = suite_runs.get_run(session, run_id)
     ownership.check_run(run, caller.name, caller.allows("admin"))
-    new.submitted_by = caller.name
+    new.submitted_by, new.admin = caller.name, caller.allows("admin")
     out = suite_submit.submit_operator(session, blobs, settings, run, new)
     if out.replay:
         response.status_code = status.HTTP_200_OK

@@ -22,7 +22,7 @@ from server.config import Settings
 from server.errors import Conflict, InvalidInput, PayloadTooLarge
 from server.models import Job, Operator, Submission, SuiteRun
 from server.models.base import utcnow
-from server.services import audit, bounds, npu_wait, pypto_route
+from server.services import audit, bounds, npu_wait, ownership, pypto_route
 
 SUFFIXES = (".tar.gz", ".tgz", ".zip", ".py")
 
@@ -40,6 +40,7 @@ class NewSubmission:
     submitted_by: str = ""
     token_id: int | None = None  # the caller's token: Idempotency-Keys are unique per token
     pypto: str | None = None  # the pypto version asked for (server/services/pypto_route.py)
+    admin: bool = False  # the caller may submit into any tenant's suite run
 
     def request_fields(self) -> dict[str, Any]:
         """What an Idempotency-Key replay must repeat: the bundle and everything that shapes the jobs."""
@@ -103,8 +104,11 @@ def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmi
     bad = [m for m in modes if m not in MODES]
     if bad:
         raise InvalidInput(f"unknown mode(s) {', '.join(bad)}; use sim and/or npu")
-    if new.suite_run_id is not None and session.get(SuiteRun, new.suite_run_id) is None:
-        raise InvalidInput(f"no suite run {new.suite_run_id}")
+    if new.suite_run_id is not None:
+        run = session.get(SuiteRun, new.suite_run_id)
+        if run is None:
+            raise InvalidInput(f"no suite run {new.suite_run_id}")
+        ownership.check_run(run, new.submitted_by, new.admin)  # as POST /suite-runs/{id}/submissions does
     checked = inspect_bundle(new.filename, new.data)
     if checked.case_file is not None:
         try:
@@ -129,7 +133,7 @@ def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmi
     queues = pypto_route.queues_for(modes, version)
     pypto_route.check_served(session, settings, queues)  # Conflict when no online worker has that pypto
     digest, rel = store.put_bundle(new.data, _suffix(new.filename))
-    operator = _get_or_create_operator(session, operator_name)
+    operator = _get_or_create_operator(session, operator_name, new.submitted_by)
     labels = {k: str(v) for k, v in (new.labels or {}).items() if v not in (None, "")}
     sub = Submission(operator=operator_name, kind=checked.kind, filename=Path(new.filename).name, bundle_sha256=digest,
                      blob_path=rel, modes=modes, case_filter=list(new.cases), labels=labels,
@@ -187,10 +191,10 @@ def create_once(session: Session, store: BlobStore, settings: Settings,
         return create(session, store, settings, new)
 
 
-def _get_or_create_operator(session: Session, name: str) -> Operator:
+def _get_or_create_operator(session: Session, name: str, owner: str) -> Operator:
     operator = session.scalar(select(Operator).where(Operator.name == name))
     if operator is None:
-        operator = Operator(name=name)
+        operator = Operator(name=name, owner=owner or None)
         session.add(operator)
         session.flush()
     return operator

@@ -54,10 +54,16 @@ def _digest(payload: dict[str, Any], news: str) -> str:
     return hashlib.sha256(json.dumps(substance, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def owner_news(suite: Suite, run: SuiteRun) -> bool:
+    """Whether the suite's webhook may carry news of this run: only the suite owner's runs, whose
+    content (and pipeline URL) its owner wrote, are signed with the suite's secret."""
+    return bool(suite.webhook_url) and bool(suite.created_by) and run.created_by == suite.created_by
+
+
 def _enqueue(session: Session, suite: Suite, run: SuiteRun, payload: dict[str, Any], news: str
              ) -> WebhookDelivery | None:
     """A delivery of this payload, unless the same news (payload[news]) was already queued for the run."""
-    if not suite.webhook_url:
+    if not owner_news(suite, run):
         return None
     digest = _digest(payload, news)
     if session.scalar(select(WebhookDelivery.id).where(WebhookDelivery.suite_run_id == run.id,

@@ -8,6 +8,7 @@ from fastapi.testclient import TestClient
 
 from server.security_headers import CSP
 from tests.web.test_submit_auth import fresh  # noqa: F401 - the fixture
+from tests.signin import sign_in
 
 EVIL = "https://evil.example"
 
@@ -21,12 +22,12 @@ def test_a_cross_site_sign_in_is_refused(fresh: tuple[TestClient, dict[str, str]
         assert "set-cookie" not in response.headers
         assert "cross-site" in response.text
     same = client.post("/login", data={"token": secrets["read"]}, headers={"Origin": "http://testserver"})
-    assert same.status_code == 303 and "crosscheck_token=" in same.headers["set-cookie"]
+    assert same.status_code == 303 and "crosscheck_session=" in same.headers["set-cookie"]
 
 
 def test_a_cross_site_sign_out_is_refused(fresh: tuple[TestClient, dict[str, str]]) -> None:  # noqa: F811
     client, secrets = fresh
-    client.cookies.set("crosscheck_token", secrets["read"])
+    sign_in(client, secrets["read"])
     response = client.post("/logout", headers={"Origin": EVIL})
     assert response.status_code == 403 and "set-cookie" not in response.headers
     assert client.post("/logout", headers={"Origin": "http://testserver"}).status_code == 303
@@ -60,9 +61,9 @@ def test_admins_see_the_audit_log_and_others_do_not(fresh: tuple[TestClient, dic
     from tests.web.html import parse
 
     client, secrets = fresh
-    client.cookies.set("crosscheck_token", secrets["read"])
+    sign_in(client, secrets["read"])
     assert client.get("/audit").status_code == 403
-    client.cookies.set("crosscheck_token", _admin(client))
+    sign_in(client, _admin(client))
     page = parse(client.get("/audit").text)
     rows = [r.text() for r in page.find("table", cls="audit").find_all("tr")[1:]]
     assert any("token.create" in r and "cli" in r and "root" in r for r in rows), rows
@@ -83,7 +84,7 @@ def test_an_admin_removes_a_stale_worker_from_the_workers_page(fresh: tuple[Test
         workers.heartbeat(session, "gone@host", "host", ["sim"], {}, None)
         workers.heartbeat(session, "alive@host", "host", ["sim"], {}, None)
         session.get(Worker, "gone@host").last_heartbeat = utcnow() - timedelta(hours=2)
-    client.cookies.set("crosscheck_token", _admin(client))
+    sign_in(client, _admin(client))
     forms = [f.attrs["action"] for f in parse(client.get("/workers").text).find_all("form")]
     assert "/workers/gone%40host/remove" in forms and "/workers/alive%40host/remove" not in forms
     assert client.post("/workers/gone@host/remove").status_code == 303

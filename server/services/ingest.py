@@ -39,6 +39,7 @@ from server.services import (
     audit,
     combined,
     history_spans,
+    names,
     ownership,
     provenance,
     results,
@@ -93,6 +94,8 @@ def store(session: Session, blobs: BlobStore, up: Upload, uploaded_by: str, admi
                                "precision, so no SIM result is ever `pass` (docs/SECURITY.md)")
         if not str(case.get("operator") or "").strip() or not str(case.get("case") or "").strip():
             raise InvalidInput(f"case #{i + 1} has no operator or case id")
+        names.check(f"case #{i + 1}: operator", str(case["operator"]))
+        names.check(f"case #{i + 1}: case id", str(case["case"]))
     keys = [_key(c, up.mode) for c in up.cases]
     seen: set[tuple[str, str, str]] = set()
     for key in keys:

@@ -22,7 +22,7 @@ from server.config import Settings
 from server.errors import Conflict, InvalidInput, PayloadTooLarge
 from server.models import Job, Operator, Submission, SuiteRun
 from server.models.base import utcnow
-from server.services import audit, bounds, npu_wait, ownership, pypto_route
+from server.services import audit, bounds, names, npu_wait, ownership, pypto_route
 
 SUFFIXES = (".tar.gz", ".tgz", ".zip", ".py")
 
@@ -63,6 +63,7 @@ def bundle_from_files(files: dict[str, str]) -> bytes:
         pure = PurePosixPath(name)
         if pure.is_absolute() or ".." in pure.parts or not name.strip():
             raise InvalidInput(f"bad file name {name!r} in 'files'")
+        names.check("file name", name)
         if not isinstance(text, str):
             raise InvalidInput(f"'files'[{name!r}] must be text")
         members.append((pure.as_posix(), text.encode()))
@@ -79,7 +80,7 @@ def _suffix(filename: str) -> str:
 
 def inspect_bundle(filename: str, data: bytes) -> runtime_submission.Submission:
     """Validate with the runtime's own loader (no torch, no pypto needed)."""
-    suffix = _suffix(filename)
+    suffix = _suffix(names.check("file name", filename))
     with tempfile.TemporaryDirectory(prefix="crosscheck-upload-") as tmp:
         name = Path(filename).name if suffix != ".py" else Path(filename).name or "kernel.py"
         path = Path(tmp) / name
@@ -109,6 +110,8 @@ def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmi
         if run is None:
             raise InvalidInput(f"no suite run {new.suite_run_id}")
         ownership.check_run(run, new.submitted_by, new.admin)  # as POST /suite-runs/{id}/submissions does
+    for case in new.cases:
+        names.check("case id", case)
     checked = inspect_bundle(new.filename, new.data)
     if checked.case_file is not None:
         try:
@@ -128,13 +131,14 @@ def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmi
     operator_name = (new.operator or checked.name).strip()
     if not operator_name or len(operator_name) > 200:
         raise InvalidInput("operator name must be 1-200 characters")
+    names.check("operator name", operator_name)
     version = pypto_route.requested_version(
         new.pypto, checked.case_file.requires_pypto if checked.case_file else None)
     queues = pypto_route.queues_for(modes, version)
     pypto_route.check_served(session, settings, queues)  # Conflict when no online worker has that pypto
     digest, rel = store.put_bundle(new.data, _suffix(new.filename))
     operator = _get_or_create_operator(session, operator_name, new.submitted_by)
-    labels = {k: str(v) for k, v in (new.labels or {}).items() if v not in (None, "")}
+    labels = {k: names.check(f"label {k!r}", str(v)) for k, v in (new.labels or {}).items() if v not in (None, "")}
     sub = Submission(operator=operator_name, kind=checked.kind, filename=Path(new.filename).name, bundle_sha256=digest,
                      blob_path=rel, modes=modes, case_filter=list(new.cases), labels=labels,
                      branch=labels.get("branch"), commit=labels.get("commit"), author=labels.get("author"),

@@ -19,7 +19,7 @@ from server.models import CaseResult, Job, Submission, Suite, SuiteRun, SuiteRun
 from server.models.base import utcnow
 from server.models.job import FINISHED as JOB_FINISHED
 from server.models.suite_run import DONE, FINISHED, FROM_WORKER, OPEN, PENDING, REUSED
-from server.services import ownership
+from server.services import names, ownership
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$")
 LABEL_KEYS_MAX = 20
@@ -46,7 +46,7 @@ def check_labels(labels: dict[str, Any]) -> dict[str, str]:
             continue
         if len(str(v)) > LABEL_VALUE_MAX:
             raise InvalidInput(f"label {k!r} is longer than {LABEL_VALUE_MAX} characters")
-        out[str(k)] = str(v)
+        out[str(k)] = names.check(f"label {k!r}", str(v))
     return out
 
 

@@ -23,6 +23,7 @@ from server.config import Settings
 from server.models import Suite, SuiteRun, WebhookDelivery
 from server.models.base import utcnow
 from server.models.webhook import DELIVERED, FAILED, PENDING
+from server.services import webhook_targets
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +143,10 @@ def _claim_due(maker: sessionmaker[Session], now: datetime, limit: int, public_u
     return claimed
 
 
-def _send(http: httpx.Client, c: Claimed) -> tuple[int | None, str | None, float]:
+def _send(http: httpx.Client, c: Claimed, allow_loopback: bool) -> tuple[int | None, str | None, float]:
+    refused = webhook_targets.refusal(c.url, allow_loopback, resolve=True)
+    if refused:
+        return None, f"not sent: {refused}"[:LOG_ERROR_CHARS], 0.0
     headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT, "X-Crosscheck-Event": c.event,
                "X-Crosscheck-Delivery": str(c.id)}
     if c.secret:
@@ -152,7 +156,8 @@ def _send(http: httpx.Client, c: Claimed) -> tuple[int | None, str | None, float
         response = http.post(c.url, content=c.body, headers=headers)
     except httpx.HTTPError as exc:
         return None, f"{type(exc).__name__}: {exc}"[:LOG_ERROR_CHARS], time.perf_counter() - start
-    error = None if 200 <= response.status_code < 300 else f"HTTP {response.status_code}: {response.text[:200]}"
+    # Only the status: the receiver's answer is not ours to show to every reader of the delivery log.
+    error = None if 200 <= response.status_code < 300 else f"HTTP {response.status_code}"
     return response.status_code, error, time.perf_counter() - start
 
 
@@ -181,7 +186,7 @@ def deliver_due(maker: sessionmaker[Session], settings: Settings, http: httpx.Cl
     now = now or utcnow()
     out = []
     for c in _claim_due(maker, now, limit, settings.public_url):
-        code, error, took = _send(http, c)
+        code, error, took = _send(http, c, settings.webhook_allow_loopback)
         out.append((c.id, _record(maker, settings, c, code, error, took, now)))
     return out
 

@@ -53,6 +53,12 @@ class Receiver:
 
 
 @pytest.fixture
+def settings(settings):
+    """The receiver listens on this host: allowed here only (server/services/webhook_targets.py)."""
+    return settings.model_copy(update={"webhook_allow_loopback": True})
+
+
+@pytest.fixture
 def ci(client, hdr) -> SuiteDriver:
     driver = SuiteDriver(client, hdr)
     driver.heartbeat()

@@ -1,16 +1,18 @@
 """The API's docs page (/docs): Swagger UI served from this server, never from a CDN.
 
-The bundle comes from the `swagger-ui-bundle` package (pinned in constraints.txt), so the page
-loads only our own files and the dashboard's origin runs no third-party script. Its start-up
-script is a file too, so the page's policy allows no inline script. ReDoc is not served: it has
-no bundle of its own on PyPI (docs/SECURITY.md).
+The bundle (Swagger UI 5, which reads OpenAPI 3.1 as FastAPI writes it; the `swagger-ui-bundle`
+package's 4.15 cannot) comes from the `swagger-ui-py` package's static files, pinned in
+constraints.txt, so the page loads only our own files and the dashboard's origin runs no
+third-party script. Its start-up script is a file too, so the page's policy allows no inline
+script. ReDoc is not served: it has no bundle on PyPI (docs/SECURITY.md).
 """
 from __future__ import annotations
+
+from importlib.resources import files
 
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, Response
 from starlette.staticfiles import StaticFiles
-from swagger_ui_bundle import swagger_ui_path
 
 ASSETS = "/docs/assets"
 PAGE = f"""<!doctype html>
@@ -26,7 +28,7 @@ START = """SwaggerUIBundle({url: "/openapi.json", dom_id: "#swagger-ui", deepLin
 
 def install(app: FastAPI) -> None:
     """Mount /docs, its start-up script and the bundle's files."""
-    app.mount(ASSETS, StaticFiles(directory=swagger_ui_path), name="docs-assets")
+    app.mount(ASSETS, StaticFiles(directory=str(files("swagger_ui") / "static")), name="docs-assets")
 
     @app.get("/docs", include_in_schema=False)
     def docs_page() -> HTMLResponse:

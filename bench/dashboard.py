@@ -32,6 +32,7 @@ from seed import REPORT_BYTES, database  # noqa: E402
 
 from server.config import Settings  # noqa: E402
 from server.services import tokens  # noqa: E402
+from tests.signin import sign_in  # noqa: E402
 
 PG_DB = "crosscheck_bench_dashboard"
 TARGETS_MS = {"overview": 300.0, "operator": 200.0}
@@ -69,7 +70,7 @@ def measure(settings: Settings, requests: int, operators: int, freeze: bool) -> 
     timed, server_ms = timed_app(app)
     out = []
     with TestClient(timed) as client:
-        client.cookies.set("crosscheck_token", secret)
+        sign_in(client, secret)
         if freeze:
             # What a server can do once started: move the import-time heap (about 130k objects) out
             # of the collector's reach, so a full collection no longer stalls a request by ~100 ms.

@@ -50,6 +50,7 @@ from seed import REPORT_BYTES, database  # noqa: E402
 
 from server.config import Settings  # noqa: E402
 from server.services import history_spans, tokens  # noqa: E402
+from tests.signin import sign_in  # noqa: E402
 
 PG_DB = "crosscheck_bench_depth"
 SHALLOW, DEEP, CASES = 100, 1000, 10
@@ -117,7 +118,7 @@ def _client(settings: Settings) -> tuple[Any, Any, dict[int, list[str]]]:
     timed, server_ms = timed_app(app)
     client = TestClient(timed)
     client.headers["Authorization"] = f"Bearer {secret}"
-    client.cookies.set("crosscheck_token", secret)
+    sign_in(client, secret)
     return client, server_ms, names
 
 

@@ -44,6 +44,7 @@ from fastapi.testclient import TestClient
 from server.config import Settings
 from server.main import create_app
 from server.services import tokens
+from tests.signin import sign_in
 app = create_app(Settings(data_dir=Path(tempfile.mkdtemp()), database_url=url), start_sweeper=False)
 with app.state.sessionmaker() as s:
     secret = tokens.create(s, "bench", ["read"])[1]
@@ -55,7 +56,7 @@ async def timed(scope, receive, send):
     if scope["type"] == "http":
         ms.append((time.perf_counter() - t) * 1000)
 with TestClient(timed) as client:
-    client.cookies.set("crosscheck_token", secret)
+    sign_in(client, secret)
     print("ready", flush=True)
     for line in sys.stdin:
         ms.clear()

@@ -1,8 +1,8 @@
 """API tokens on requests: who is calling, and may they do this?
 
 A token comes from `Authorization: Bearer <token>`, the `X-API-Token` header, or the
-`crosscheck_token` cookie (the dashboard's login). Scopes: read, submit, admin, worker;
-admin implies every scope and submit implies read.
+`crosscheck_session` cookie (the dashboard's sign-in: a session id of its own, server/services/web_sessions.py).
+Scopes: read, submit, upload, admin, worker; admin implies every scope, submit and upload imply read.
 """
 from __future__ import annotations
 
@@ -16,17 +16,18 @@ from fastapi.security import APIKeyCookie, APIKeyHeader, HTTPAuthorizationCreden
 
 from server.api.deps import SessionDep, SettingsDep
 from server.errors import PermissionDenied, Unauthorized
-from server.services import tokens
+from server.services import tokens, web_sessions
 
-TOKEN_COOKIE = "crosscheck_token"
+SESSION_COOKIE = "crosscheck_session"  # a dashboard session id (server/services/web_sessions.py)
 TOKEN_HEADER = "X-API-Token"
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
-IMPLIED = {"admin": {"read", "submit", "admin", "worker"}, "submit": {"read", "submit"}}
+IMPLIED = {"admin": {"read", "submit", "upload", "admin", "worker"}, "submit": {"read", "submit"},
+           "upload": {"read", "upload"}}
 
 # Declared as security schemes so OpenAPI documents them; auto_error=False: we answer 401 ourselves.
 _bearer = HTTPBearer(auto_error=False, description="an API token: `Authorization: Bearer cc_...`")
 _header = APIKeyHeader(name=TOKEN_HEADER, auto_error=False)
-_cookie = APIKeyCookie(name=TOKEN_COOKIE, auto_error=False)
+_cookie = APIKeyCookie(name=SESSION_COOKIE, auto_error=False)
 
 
 @dataclass(frozen=True)
@@ -51,14 +52,19 @@ def current_token(
     cookie: Annotated[str | None, Depends(_cookie)],
 ) -> Caller | None:
     """The caller's token, None when no token was sent; 401 when one was sent but is not valid."""
-    secret = (bearer.credentials if bearer else None) or header or cookie
-    if not secret:
+    secret = (bearer.credentials if bearer else None) or header
+    if not secret and cookie:
+        if request.method not in SAFE_METHODS:
+            _same_origin_only(request)
+        token = web_sessions.token_for(session, cookie.strip())
+        if token is None:
+            raise Unauthorized("the dashboard session has ended (signed out or expired): sign in again")
+    elif not secret:
         return None
-    if secret == cookie and request.method not in SAFE_METHODS:
-        _same_origin_only(request)
-    token = tokens.verify(session, secret.strip())
-    if token is None:
-        raise Unauthorized("invalid or revoked API token")
+    else:
+        token = tokens.verify(session, secret.strip())
+        if token is None:
+            raise Unauthorized("invalid or revoked API token")
     return Caller(name=token.name, scopes=frozenset(token.scope_set), token_id=token.id)
 
 
@@ -98,5 +104,6 @@ def require(scope: str) -> Callable[..., Caller]:
 
 ReadCaller = Annotated[Caller, Depends(require("read"))]
 SubmitCaller = Annotated[Caller, Depends(require("submit"))]
+UploadCaller = Annotated[Caller, Depends(require("upload"))]
 WorkerCaller = Annotated[Caller, Depends(require("worker"))]
 AdminCaller = Annotated[Caller, Depends(require("admin"))]

@@ -36,6 +36,7 @@ class Settings(BaseSettings):
     webhook_backoff_s: float = 30.0  # first retry delay; doubles per failed attempt
     webhook_max_attempts: int = 6
     webhook_timeout_s: float = 10.0
+    webhook_allow_loopback: bool = False  # a receiver on this host (server/services/webhook_targets.py)
     public_url: str = ""  # how people reach the dashboard (links in webhooks and the CLI); default: as called
     # An NPU job waits as awaiting_npu while no NPU worker is online, and expires after this long.
     npu_wait_s: float = 24 * 3600.0

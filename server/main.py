@@ -16,7 +16,7 @@ from fastapi.openapi.utils import get_openapi
 from sqlalchemy.orm import sessionmaker
 
 import web
-from server import db, ops
+from server import db, docs_ui, ops
 from server.api import errors as api_errors
 from server.api.bounds import int64_params
 from server.api.routes import api_router
@@ -27,6 +27,8 @@ from server.queue import Producer
 from server.schemas.submission import SubmissionCreate
 from server.security_headers import SecurityHeaders
 from server.body_limit import BodyLimit
+from server.early_auth import EarlyAuth
+from server.nul_guard import NulGuard
 from server.relay import Relay
 from server.sweeper import Sweeper
 from server.webhook_sender import WebhookSender
@@ -80,7 +82,7 @@ def create_app(settings: Settings | None = None, *, start_sweeper: bool = True) 
                 engine.dispose()
 
     app = FastAPI(title=TITLE, version="1", lifespan=lifespan, openapi_tags=TAGS,
-                  dependencies=[Depends(int64_params)],
+                  dependencies=[Depends(int64_params)], docs_url=None, redoc_url=None,
                   summary="Structural and precision verification of PyPTO kernels in SIM and on the NPU")
     app.state.settings = settings
     app.state.engine = engine
@@ -91,8 +93,11 @@ def create_app(settings: Settings | None = None, *, start_sweeper: bool = True) 
     api_errors.install(app)
     app.include_router(api_router())
     app.include_router(ops.router)
+    docs_ui.install(app)
     web.install(app)
     app.add_middleware(BodyLimit)
+    app.add_middleware(EarlyAuth)  # outside BodyLimit: an anonymous write is answered before any byte is read
+    app.add_middleware(NulGuard)
     app.add_middleware(SecurityHeaders)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

@@ -24,6 +24,11 @@ _.first_job_id, _.graph_max_abs_diff_min, _.utilization_min  # server/schemas/op
 _.graph_failed  # history_spans column, read by name (server/services/history_spans.py POINT_KEYS)
 _.next_before, _.removed  # server/schemas/audit.py, server/schemas/worker.py
 
+_.uploaded_cases  # operators column, in GET /operators/{name} (server/schemas/operator.py)
+
+# Called by the io machinery tarfile drives (runtime/intake/archive.py _Capped, an io.RawIOBase).
+_.readable, _.seekable, _.readinto
+
 # Read by Jinja templates (web/templates/).
 _.y_label, _.x_ticks, _.span_us, _.circles  # _charts.html
 _.reproduce  # job.html

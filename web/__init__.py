@@ -18,9 +18,11 @@ API_PREFIXES = ("/api/", "/internal/", "/healthz", "/readyz", "/metrics", "/docs
 def install(app: FastAPI) -> None:
     """Mount the dashboard's routes and static files on the API app."""
     from web import audit, benchmark, coverage, jobs, login, operators, overview, submit, suites, workers
+    from server.services.login_throttle import LoginThrottle
     from web.errors import error_page
 
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    app.state.login_throttle = LoginThrottle()  # failed sign-ins per address, per process
     for module in (overview, operators, coverage, jobs, submit, workers, suites, benchmark, login, audit):
         app.include_router(module.router, include_in_schema=False)
 

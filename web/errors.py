@@ -20,7 +20,7 @@ from server.errors import DomainError, Unauthorized
 
 log = logging.getLogger(__name__)
 TITLES = {400: "Bad request", 401: "Sign in needed", 403: "Not allowed", 404: "Not found", 409: "Conflict",
-          413: "Upload too large", 422: "Invalid input"}
+          413: "Upload too large", 415: "Unsupported body", 422: "Invalid input", 429: "Too many requests"}
 
 
 def error_page(request: Request, status: int, detail: str) -> Response:

@@ -6,11 +6,18 @@ code), so every reader here applies the same rules before anything is written or
 - member names are relative, without `..` (nothing lands outside the destination);
 - only regular files and folders: links, devices and FIFOs are refused, never created;
 - at most `Limits.members` members and `Limits.unpacked_bytes` bytes, counted while reading
-  (a zip header's declared size may lie).
+  (a zip header's declared size may lie);
+- a compressed size within `Limits.archive_bytes`, checked first, and a tarball's declared sizes
+  summed as each header is read, its decompressed stream capped: tarfile decompresses a member's
+  data to reach the next header, so a 3.3 KB bz2 tar declaring gigabytes once cost 13 s of CPU
+  before any size was looked at (docs/SECURITY.md).
 """
 from __future__ import annotations
 
+import bz2
+import gzip
 import io
+import lzma
 import stat
 import tarfile
 import zipfile
@@ -34,10 +41,15 @@ class UnsafeArchive(SubmissionError):
     """The archive breaks a rule above, or cannot be read; the message names the member."""
 
 
+HEADER_ROOM_BYTES = 8 * 1024  # per member: its header, a long name's extra header, padding
+READ_ERRORS = (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError, lzma.LZMAError)
+
+
 @dataclass(frozen=True)
 class Limits:
     members: int
     unpacked_bytes: int
+    archive_bytes: int | None = MAX_ARCHIVE_BYTES  # compressed; None: the caller bounds it
 
 
 @dataclass(frozen=True)
@@ -96,7 +108,7 @@ def unpack_stream(fileobj: IO[bytes], label: str, dest: Path, limits: Limits | N
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with m.open() as src, open(target, "wb") as out:
                     left -= _copy(src, out, left, label, m)
-            except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError) as exc:
+            except READ_ERRORS as exc:
                 raise UnsafeArchive(f"{label}: member '{m.name}' cannot be unpacked ({exc})") from None
 
 
@@ -116,7 +128,7 @@ def read_files(data: bytes, label: str, keep: Callable[[PurePosixPath], bool], m
             try:
                 with m.open() as src:
                     _copy(src, buf, max_file_bytes, label, m)
-            except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError) as exc:
+            except READ_ERRORS as exc:
                 raise UnsafeArchive(f"{label}: member '{m.name}' cannot be read ({exc})") from None
             out[m.name.as_posix()] = buf.getvalue()
     return out
@@ -135,6 +147,10 @@ def _copy(src: IO[bytes], out: IO[bytes], cap: int, label: str, m: _Member) -> i
 @contextmanager
 def _members(fileobj: IO[bytes], label: str, limits: Limits) -> Iterator[list[_Member]]:
     """The archive's members, every one checked against the rules above."""
+    size = fileobj.seek(0, io.SEEK_END)
+    fileobj.seek(0)
+    if limits.archive_bytes is not None and size > limits.archive_bytes:
+        raise UnsafeArchive(f"{label}: oversized archive: {size} bytes (limit {limits.archive_bytes})")
     if label.lower().endswith(".zip"):
         try:
             zf = zipfile.ZipFile(fileobj)
@@ -143,20 +159,76 @@ def _members(fileobj: IO[bytes], label: str, limits: Limits) -> Iterator[list[_M
         with zf:
             yield _checked(label, limits, [_zip_member(label, zf, i) for i in zf.infolist()])
         return
+    cap = limits.unpacked_bytes + (limits.members + 2) * HEADER_ROOM_BYTES
     try:
-        tf = tarfile.open(fileobj=fileobj, mode="r:*")
-    except (tarfile.TarError, EOFError, OSError) as exc:
+        tf = tarfile.open(fileobj=_Capped(_decompressed(fileobj), cap, label), mode="r:")
+    except READ_ERRORS as exc:
         raise UnsafeArchive(f"{label}: not a readable .tar.gz archive ({exc})") from None
     with tf:
         infos: list[tarfile.TarInfo] = []
+        declared = 0
         try:
             for info in tf:  # counted as they are read: 400,000 empty members stop at the limit
                 infos.append(info)
+                declared += info.size  # before the next header, which lies past this member's data
                 if len(infos) > limits.members:
                     raise UnsafeArchive(f"{label}: too many members (more than {limits.members})")
-        except (tarfile.TarError, EOFError, OSError) as exc:
+                if declared > limits.unpacked_bytes:
+                    raise UnsafeArchive(f"{label}: oversized archive: its members declare more than "
+                                        f"{limits.unpacked_bytes} bytes (at '{info.name}')")
+        except READ_ERRORS as exc:
             raise UnsafeArchive(f"{label}: not a readable .tar.gz archive ({exc})") from None
         yield _checked(label, limits, [_tar_member(label, tf, i) for i in infos])
+
+
+def _decompressed(fileobj: IO[bytes]) -> IO[bytes]:
+    """The tarball's bytes, decompressed by its magic (gzip, bz2, xz) or as they are."""
+    magic = fileobj.read(6)
+    fileobj.seek(0)
+    if magic.startswith(b"\x1f\x8b"):
+        return gzip.GzipFile(fileobj=fileobj, mode="rb")
+    if magic.startswith(b"BZh"):
+        return bz2.BZ2File(fileobj)
+    if magic.startswith(b"\xfd7zXZ\x00"):
+        return lzma.LZMAFile(fileobj)
+    return fileobj
+
+
+class _Capped(io.RawIOBase):
+    """A read-only view that refuses to go past `cap` decompressed bytes (reads and forward seeks alike)."""
+
+    def __init__(self, inner: IO[bytes], cap: int, label: str):
+        self.inner, self.cap, self.label = inner, cap, label
+
+    def _check(self, end: int) -> None:
+        if end > self.cap:
+            raise UnsafeArchive(f"{self.label}: oversized archive: it unpacks past {self.cap} bytes")
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        start = self.inner.tell()
+        self._check(start + size if size is not None and size >= 0 else self.cap + 1)
+        return self.inner.read(size)
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        data = self.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        target = offset if whence == io.SEEK_SET else self.inner.tell() + offset
+        if whence not in (io.SEEK_SET, io.SEEK_CUR):
+            raise io.UnsupportedOperation("seek from the end of a decompressed stream")
+        self._check(target)
+        return self.inner.seek(target)
+
+    def tell(self) -> int:
+        return self.inner.tell()
 
 
 def _checked(label: str, limits: Limits, members: list[_Member]) -> list[_Member]:

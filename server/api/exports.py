@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Literal
+from urllib.parse import quote
 
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
@@ -20,7 +21,15 @@ MAX_OPERATORS = 100_000
 
 def _csv(text: str, filename: str) -> Response:
     return Response(text, media_type="text/csv; charset=utf-8",
-                    headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+                    headers={"Content-Disposition": attachment(filename)})
+
+
+def attachment(filename: str) -> str:
+    """A Content-Disposition for any name (RFC 6266): a plain ASCII fallback, and the name itself
+    percent-encoded in `filename*`. An operator name with CR, LF or quotes once broke the header,
+    and a non-Latin-1 one made it a 500."""
+    plain = "".join(ch if ch.isascii() and ch.isprintable() and ch not in '"\\;%' else "_" for ch in filename)
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(filename, safe='')}"
 
 
 @router.get("/operators.csv", response_class=Response, summary="The operator table as CSV",

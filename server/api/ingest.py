@@ -10,7 +10,8 @@ from pydantic import BaseModel, Field
 
 from server.api.deps import BlobsDep, SessionDep, SettingsDep, get_settings
 from server.api.suites import run_url
-from server.auth import SubmitCaller
+from server.auth import UploadCaller
+from server.body_limit import MAX_SIDECAR_BYTES
 from server.config import Settings
 from server.errors import InvalidInput, PayloadTooLarge
 from server.schemas.common import ErrorRead
@@ -18,9 +19,8 @@ from server.schemas.suite import IngestRead
 from server.services import ingest, junit_in, results
 
 router = APIRouter(prefix="/ingest", tags=["ingest"])
-ERRORS: dict[int | str, dict[str, Any]] = {409: {"model": ErrorRead}, 413: {"model": ErrorRead},
-                                           422: {"model": ErrorRead}}
-MAX_SIDECAR_BYTES = 16 * 1024 * 1024
+ERRORS: dict[int | str, dict[str, Any]] = {403: {"model": ErrorRead}, 409: {"model": ErrorRead},
+                                           413: {"model": ErrorRead}, 422: {"model": ErrorRead}}
 
 
 class Target(BaseModel):
@@ -74,7 +74,7 @@ def _read(request: Request, settings: Settings, stored: ingest.Stored) -> Ingest
 @router.post("/report", response_model=IngestRead, summary="Store a runtime JSON report run elsewhere",
              responses=ERRORS, openapi_extra={"requestBody": {"required": True, "content": {
                  "application/json": {"schema": {"type": "object", "description": "`crosscheck run --json` output"}}}}})
-def ingest_report(request: Request, caller: SubmitCaller, session: SessionDep, settings: SettingsDep, blobs: BlobsDep,
+def ingest_report(request: Request, caller: UploadCaller, session: SessionDep, settings: SettingsDep, blobs: BlobsDep,
                   where: Annotated[Target, Depends(target)], body: Annotated[bytes, Depends(capped_body)]) -> IngestRead:
     """E.g. `crosscheck run --mode npu --json` on an NPU host outside the queue; all or nothing."""
     try:
@@ -93,7 +93,8 @@ def ingest_report(request: Request, caller: SubmitCaller, session: SessionDep, s
     stored = ingest.store(session, blobs, ingest.Upload(
         suite=where.suite, run_key=where.run_key, attempt=where.attempt, labels=where.labels(), mode=mode,
         environment=env, cases=report["cases"], kind="report", filename=f"{sub.get('name') or 'report'}.json",
-        raw=body, content_sha256={op: content for op in operators if content}), caller.name)
+        raw=body, content_sha256={op: content for op in operators if content}), caller.name, caller.allows("admin"),
+        caller.token_id)
     return _read(request, settings, stored)
 
 
@@ -132,7 +133,7 @@ async def junit_form(request: Request, settings: Annotated[Settings, Depends(get
                      "metrics": {"type": "string", "format": "binary",
                                  "description": "JSON: {environment: {pypto, cann, device, torch}, cases: "
                                                 "{'classname::name': {max_abs_diff, rtol, atol, ...}}}"}}}}}}})
-def ingest_junit(request: Request, caller: SubmitCaller, session: SessionDep, settings: SettingsDep, blobs: BlobsDep,
+def ingest_junit(request: Request, caller: UploadCaller, session: SessionDep, settings: SettingsDep, blobs: BlobsDep,
                  where: Annotated[Target, Depends(target)], upload: Annotated[JUnitUpload, Depends(junit_form)],
                  mode: Literal["npu"] = "npu",
                  operator: Annotated[str | None, Query(max_length=200, description="every testcase's operator")] = None,
@@ -143,5 +144,5 @@ def ingest_junit(request: Request, caller: SubmitCaller, session: SessionDep, se
     stored = ingest.store(session, blobs, ingest.Upload(
         suite=where.suite, run_key=where.run_key, attempt=where.attempt, labels=where.labels(), mode=mode,
         environment=dict(sidecar.environment), cases=cases, kind="junit", filename=upload.filename, raw=upload.xml),
-        caller.name)
+        caller.name, caller.allows("admin"), caller.token_id)
     return _read(request, settings, stored)

@@ -44,7 +44,7 @@ OPENAPI_BODY = {"requestBody": {"required": True, "content": {
 @router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=SubmissionAccepted,
              summary="Submit an operator package or script",
              responses={200: {"model": SubmissionAccepted, "description": "an Idempotency-Key replay"},
-                        409: {"model": ErrorRead}, 413: {"model": ErrorRead}, 422: {"model": ErrorRead},
+                        403: {"model": ErrorRead}, 409: {"model": ErrorRead}, 413: {"model": ErrorRead}, 422: {"model": ErrorRead},
                         429: {"model": ErrorRead, "description": "the token's queued cases would pass its quota"}},
              openapi_extra=OPENAPI_BODY)
 def create_submission(
@@ -55,6 +55,7 @@ def create_submission(
 ) -> SubmissionAccepted:
     """Validate and store the bundle, create one job per mode, and enqueue them after commit."""
     new.idempotency_key, new.submitted_by, new.token_id = idempotency_key or None, caller.name, caller.token_id
+    new.admin = caller.allows("admin")
     sub, jobs, created = submissions.create_once(session, blobs, settings, new)
     if created:
         for job in jobs:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Query, Request, Response, status
 from sqlalchemy.orm import Session
@@ -19,7 +18,6 @@ from server.api.deps import (
 )
 from server.auth import AdminCaller, ReadCaller, SubmitCaller
 from server.config import Settings
-from server.errors import InvalidInput
 from server.models import Suite, SuiteRun
 from server.schemas.common import ErrorRead, as_utc
 from server.schemas.submission import JobBrief
@@ -41,7 +39,7 @@ from server.schemas.suite import (
     WebhookDeliveryList,
     WebhookDeliveryRead,
 )
-from server.services import culprits, ownership, suite_queries, suite_runs, suite_submit
+from server.services import culprits, ownership, suite_queries, suite_runs, suite_submit, webhook_targets
 
 suites = APIRouter(prefix="/suites", tags=["suite runs"])
 runs = APIRouter(prefix="/suite-runs", tags=["suite runs"])
@@ -86,9 +84,7 @@ def update_suite(name: str, body: SuiteUpdate, request: Request, caller: AdminCa
     """Admin only: the webhook URL may carry a secret, so it is never shown back."""
     suite = suite_runs.get_suite(session, name)
     if body.webhook_url:
-        parts = urlsplit(body.webhook_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise InvalidInput(f"webhook_url must be an http(s) URL, got {body.webhook_url!r}")
+        webhook_targets.check(body.webhook_url, settings.webhook_allow_loopback)
     for field in ("flaky_window", "flaky_min_flips", "drift_growth", "drift_window", "perf_threshold"):
         if getattr(body, field) is not None:
             setattr(suite, field, getattr(body, field))
@@ -101,12 +97,12 @@ def update_suite(name: str, body: SuiteUpdate, request: Request, caller: AdminCa
 
 @runs.post("", status_code=status.HTTP_201_CREATED, response_model=SuiteRunRead, summary="Open a suite run",
            responses={200: {"model": SuiteRunRead, "description": "the run with this suite and key exists"},
-                      422: {"model": ErrorRead}})
+                      403: {"model": ErrorRead}, 422: {"model": ErrorRead}})
 def open_run(body: SuiteRunCreate, request: Request, response: Response, caller: SubmitCaller, session: SessionDep,
              settings: SettingsDep) -> SuiteRunRead:
     """Idempotent by (suite, run_key): a retried call gets the same run with 200."""
     run, created = suite_runs.open_run(session, body.suite, body.run_key, body.labels, list(body.modes),
-                                       body.reuse, caller.name)
+                                       body.reuse, caller.name, caller.allows("admin"))
     if not created:
         response.status_code = status.HTTP_200_OK
     return run_read(request, settings, session, run)
@@ -145,7 +141,7 @@ def submit_operator(run_id: int, response: Response, caller: SubmitCaller, sessi
     """The same body as POST /submissions; modes default to the run's."""
     run = suite_runs.get_run(session, run_id)
     ownership.check_run(run, caller.name, caller.allows("admin"))
-    new.submitted_by = caller.name
+    new.submitted_by, new.admin = caller.name, caller.allows("admin")
     out = suite_submit.submit_operator(session, blobs, settings, run, new)
     if out.replay:
         response.status_code = status.HTTP_200_OK

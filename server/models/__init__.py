@@ -11,8 +11,9 @@ from server.models.submission import Submission
 from server.models.suite import Suite
 from server.models.suite_run import SuiteRun, SuiteRunResult
 from server.models.token import ApiToken
+from server.models.web_session import WebSession
 from server.models.webhook import WebhookDelivery
 from server.models.worker import Worker
 
 __all__ = ["ApiToken", "AuditEvent", "Base", "CaseDay", "CaseResult", "CaseState", "HistorySpan", "Job", "Operator", "Submission", "Suite", "SuiteRun",
-           "SuiteRunCulprit", "SuiteRunResult", "WebhookDelivery", "Worker"]
+           "SuiteRunCulprit", "SuiteRunResult", "WebSession", "WebhookDelivery", "Worker"]

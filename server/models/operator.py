@@ -40,6 +40,11 @@ class Operator(Base):
     sim_nan_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     sim_unwritten: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     labels: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # The tenant (token name) that first submitted or uploaded it: only it, or an admin, may upload
+    # results for it (server/services/ownership.py). None: made before owners were recorded; admins only.
+    owner: Mapped[str | None] = mapped_column(String(100))
+    # Latest results that came from an upload, not a worker: the overview marks the verdict as uploaded.
+    uploaded_cases: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class CaseState(Base):

@@ -8,7 +8,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from server.models.base import Base, utcnow
 
-SCOPES = ("read", "submit", "admin", "worker")
+SCOPES = ("read", "submit", "upload", "admin", "worker")  # upload: results run elsewhere (docs/SECURITY.md)
 
 
 class ApiToken(Base):

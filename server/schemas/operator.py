@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from server.schemas.common import OrmModel, UtcDatetime
 
@@ -37,6 +37,7 @@ class OperatorRead(OrmModel):
     labels: dict[str, Any]
     updated_at: UtcDatetime
     coverage: CaseCoverage | None = None
+    uploaded_cases: int = Field(default=0, description="latest results that were uploaded, not run by a worker")
 
 
 class OperatorList(BaseModel):

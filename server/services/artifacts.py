@@ -15,7 +15,7 @@ from server.models import Job
 from server.services import results
 from server.services.queries import job_cases
 
-ARTIFACT_LIMITS = archive.Limits(members=5000, unpacked_bytes=1024 * 1024 * 1024)
+ARTIFACT_LIMITS = archive.Limits(members=5000, unpacked_bytes=1024 * 1024 * 1024, archive_bytes=None)  # the route bounds it
 
 
 def stage(blobs: BlobStore, job_id: int, attempt: int, fileobj: IO[bytes]) -> Path:

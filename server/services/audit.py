@@ -1,4 +1,5 @@
-"""The audit log: one row per consequential act (submit, cancel, retry, tokens, workers), shown to admins."""
+"""The audit log: one row per consequential act (submit, cancel, retry, tokens, workers, uploads, failed
+sign-ins), shown to admins."""
 from __future__ import annotations
 
 from typing import Any
@@ -11,7 +12,8 @@ from server.models import AuditEvent
 SUBMIT, CANCEL, RETRY = "submission.create", "job.cancel", "job.retry"
 TOKEN_CREATE, TOKEN_REVOKE = "token.create", "token.revoke"
 WORKER_REMOVE, CARD_RELEASE = "worker.remove", "card.release"
-ACTIONS = (SUBMIT, CANCEL, RETRY, TOKEN_CREATE, TOKEN_REVOKE, WORKER_REMOVE, CARD_RELEASE)
+UPLOAD, LOGIN_FAILED = "results.upload", "login.failed"
+ACTIONS = (SUBMIT, CANCEL, RETRY, TOKEN_CREATE, TOKEN_REVOKE, WORKER_REMOVE, CARD_RELEASE, UPLOAD, LOGIN_FAILED)
 CLI = "cli"  # the actor of the local commands (crosscheck token, crosscheck up): whoever holds the database
 
 

@@ -6,6 +6,10 @@ stored key is a conflict. Each operator's cases become a finished job in the `up
 never run), so the job, operator and case pages show them like any other result, marked with the
 token that uploaded them. Unverified NPU results (no pypto, CANN or device in the fingerprint)
 are stored and shown, but never become a case's latest result.
+
+Uploads are claims nobody here checked, so they are held to their owner (docs/SECURITY.md, "Results
+belong to their owners"): never a SIM `pass` (SIM never measures precision), only into suite runs
+and operators the token owns (or any, for an admin), and every stored upload is in the audit log.
 """
 from __future__ import annotations
 
@@ -31,7 +35,17 @@ from server.models import (
 from server.models.base import utcnow
 from server.models.job import FAILED, SUCCEEDED
 from server.models.suite_run import DONE, OPEN, UPLOADED
-from server.services import combined, history_spans, provenance, results, suite_finish, suite_runs
+from server.services import (
+    audit,
+    combined,
+    history_spans,
+    names,
+    ownership,
+    provenance,
+    results,
+    suite_finish,
+    suite_runs,
+)
 from server.services.jobs import UPLOAD_QUEUE
 
 
@@ -65,7 +79,9 @@ def _key(case: dict[str, Any], mode: str) -> tuple[str, str, str]:
     return (str(case["operator"])[:200], str(case["case"])[:200], mode)
 
 
-def store(session: Session, blobs: BlobStore, up: Upload, uploaded_by: str) -> Stored:
+def store(session: Session, blobs: BlobStore, up: Upload, uploaded_by: str, admin: bool,
+          token_id: int | None = None) -> Stored:
+    """Store the upload as token `uploaded_by` (an admin's when `admin`): all or nothing."""
     if up.mode not in MODES:
         raise InvalidInput(f"unknown mode {up.mode!r}; use sim or npu")
     if up.attempt < 1:
@@ -73,15 +89,23 @@ def store(session: Session, blobs: BlobStore, up: Upload, uploaded_by: str) -> S
     for i, case in enumerate(up.cases):
         if case.get("verdict") not in verdicts.VERDICTS:
             raise InvalidInput(f"case #{i + 1}: {case.get('verdict')!r} is not a known verdict")
+        if up.mode == "sim" and case["verdict"] == verdicts.PASS:
+            raise InvalidInput(f"case #{i + 1} ({case.get('case')!r}) claims a SIM pass: SIM never measures "
+                               "precision, so no SIM result is ever `pass` (docs/SECURITY.md)")
         if not str(case.get("operator") or "").strip() or not str(case.get("case") or "").strip():
             raise InvalidInput(f"case #{i + 1} has no operator or case id")
+        names.check(f"case #{i + 1}: operator", str(case["operator"]))
+        names.check(f"case #{i + 1}: case id", str(case["case"]))
     keys = [_key(c, up.mode) for c in up.cases]
     seen: set[tuple[str, str, str]] = set()
     for key in keys:
         if key in seen:
             raise InvalidInput(f"the upload holds {key[0]} / {key[1]} twice")
         seen.add(key)
-    run, created = suite_runs.open_run(session, up.suite, up.run_key, up.labels, [up.mode], False, uploaded_by)
+    run, created = suite_runs.open_run(session, up.suite, up.run_key, up.labels, [up.mode], False, uploaded_by, admin)
+    ownership.check_run(run, uploaded_by, admin)
+    for operator in session.scalars(select(Operator).where(Operator.name.in_(sorted({k[0] for k in keys})))):
+        ownership.check_operator(operator, uploaded_by, admin)
     if created:
         run.closed_at = utcnow()  # nobody else will close a run an upload opened
     existing = {(r.operator, r.case, r.mode): r for r in session.scalars(select(SuiteRunResult).where(
@@ -98,6 +122,10 @@ def store(session: Session, blobs: BlobStore, up: Upload, uploaded_by: str) -> S
                            f"{run.id} as {old.verdict}; send the new result as attempt {up.attempt + 1}")
     missing = provenance.missing_fingerprint(up.environment, up.mode)
     jobs = _store_fresh(session, blobs, up, run, fresh, uploaded_by) if fresh else []
+    if fresh:
+        audit.record(session, uploaded_by, audit.UPLOAD, f"suite run {run.id}", token_id, kind=up.kind,
+                     mode=up.mode, cases=len(fresh), operators=sorted({k[0] for k in keys}), attempt=up.attempt,
+                     jobs=[j.id for j in jobs])
     if fresh and run.status == OPEN:
         suite_runs.settle(session, run)
     elif fresh:
@@ -112,7 +140,7 @@ def _store_fresh(session: Session, blobs: BlobStore, up: Upload, run: SuiteRun, 
     by_operator: dict[str, list[dict[str, Any]]] = {}
     for case in cases:
         by_operator.setdefault(str(case["operator"])[:200], []).append(case)
-    operators = _operators(session, list(by_operator))
+    operators = _operators(session, list(by_operator), uploaded_by)
     now = utcnow()
     subs, jobs = {}, {}
     for name, op_cases in by_operator.items():
@@ -168,11 +196,11 @@ def _store_fresh(session: Session, blobs: BlobStore, up: Upload, run: SuiteRun, 
     return list(jobs.values())
 
 
-def _operators(session: Session, names: list[str]) -> dict[str, Operator]:
+def _operators(session: Session, names: list[str], owner: str) -> dict[str, Operator]:
     found = {o.name: o for o in session.scalars(select(Operator).where(Operator.name.in_(names)))}
     for name in names:
         if name not in found:
-            found[name] = Operator(name=name)
+            found[name] = Operator(name=name, owner=owner)
             session.add(found[name])
     session.flush()
     return found

@@ -153,7 +153,8 @@ def refresh_operator(session: Session, operator_id: int) -> None:
     results = queries.state_results(session, states, CaseResult.id, CaseResult.job_id, CaseResult.verdict,
                                     CaseResult.max_abs_diff, CaseResult.graph_status, CaseResult.graph_max_abs_diff,
                                     CaseResult.atol, CaseResult.aicore_time_us, CaseResult.case,
-                                    CaseResult.kernel_launches, CaseResult.nan_count, CaseResult.output_written)
+                                    CaseResult.kernel_launches, CaseResult.nan_count, CaseResult.output_written,
+                                    CaseResult.source)
     sims = [results[s.sim_result_id] for s in states if s.sim_result_id in results]
     npus = [results[s.npu_result_id] for s in states if s.npu_result_id in results]
     counts: dict[str, int] = {}
@@ -180,6 +181,7 @@ def refresh_operator(session: Session, operator_id: int) -> None:
     operator.npu_cases = len(npus)
     operator.sim_nan_count = sum(r.nan_count or 0 for r in sims)
     operator.sim_unwritten = bool(sims) and all(r.output_written is False for r in sims)
+    operator.uploaded_cases = sum(1 for r in [*sims, *npus] if r.source == provenance.UPLOAD)
     latest = session.scalar(select(Submission).where(Submission.operator == operator.name)
                             .order_by(Submission.id.desc()).limit(1))
     operator.labels = dict(latest.labels) if latest else {}

@@ -23,7 +23,7 @@ from server.errors import Conflict, InvalidInput, PayloadTooLarge
 from server.models import Job, Operator, Submission, SuiteRun
 from server.models.base import utcnow
 from server.models.job import INTERACTIVE
-from server.services import audit, bounds, npu_wait, pypto_route
+from server.services import audit, bounds, names, npu_wait, ownership, pypto_route
 
 SUFFIXES = (".tar.gz", ".tgz", ".zip", ".py")
 
@@ -42,6 +42,7 @@ class NewSubmission:
     token_id: int | None = None  # the caller's token: Idempotency-Keys are unique per token
     pypto: str | None = None  # the pypto version asked for (server/services/pypto_route.py)
     interactive: bool = False  # someone waits for it (submit --wait, the dashboard): dispatched first
+    admin: bool = False  # the caller may submit into any tenant's suite run
 
     def request_fields(self) -> dict[str, Any]:
         """What an Idempotency-Key replay must repeat: the bundle and everything that shapes the jobs."""
@@ -64,6 +65,7 @@ def bundle_from_files(files: dict[str, str]) -> bytes:
         pure = PurePosixPath(name)
         if pure.is_absolute() or ".." in pure.parts or not name.strip():
             raise InvalidInput(f"bad file name {name!r} in 'files'")
+        names.check("file name", name)
         if not isinstance(text, str):
             raise InvalidInput(f"'files'[{name!r}] must be text")
         members.append((pure.as_posix(), text.encode()))
@@ -80,7 +82,7 @@ def _suffix(filename: str) -> str:
 
 def inspect_bundle(filename: str, data: bytes) -> runtime_submission.Submission:
     """Validate with the runtime's own loader (no torch, no pypto needed)."""
-    suffix = _suffix(filename)
+    suffix = _suffix(names.check("file name", filename))
     with tempfile.TemporaryDirectory(prefix="crosscheck-upload-") as tmp:
         name = Path(filename).name if suffix != ".py" else Path(filename).name or "kernel.py"
         path = Path(tmp) / name
@@ -105,8 +107,13 @@ def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmi
     bad = [m for m in modes if m not in MODES]
     if bad:
         raise InvalidInput(f"unknown mode(s) {', '.join(bad)}; use sim and/or npu")
-    if new.suite_run_id is not None and session.get(SuiteRun, new.suite_run_id) is None:
-        raise InvalidInput(f"no suite run {new.suite_run_id}")
+    if new.suite_run_id is not None:
+        run = session.get(SuiteRun, new.suite_run_id)
+        if run is None:
+            raise InvalidInput(f"no suite run {new.suite_run_id}")
+        ownership.check_run(run, new.submitted_by, new.admin)  # as POST /suite-runs/{id}/submissions does
+    for case in new.cases:
+        names.check("case id", case)
     checked = inspect_bundle(new.filename, new.data)
     if checked.case_file is not None:
         try:
@@ -126,13 +133,14 @@ def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmi
     operator_name = (new.operator or checked.name).strip()
     if not operator_name or len(operator_name) > 200:
         raise InvalidInput("operator name must be 1-200 characters")
+    names.check("operator name", operator_name)
     version = pypto_route.requested_version(
         new.pypto, checked.case_file.requires_pypto if checked.case_file else None)
     queues = pypto_route.queues_for(modes, version)
     pypto_route.check_served(session, settings, queues)  # Conflict when no online worker has that pypto
     digest, rel = store.put_bundle(new.data, _suffix(new.filename))
-    operator = _get_or_create_operator(session, operator_name)
-    labels = {k: str(v) for k, v in (new.labels or {}).items() if v not in (None, "")}
+    operator = _get_or_create_operator(session, operator_name, new.submitted_by)
+    labels = {k: names.check(f"label {k!r}", str(v)) for k, v in (new.labels or {}).items() if v not in (None, "")}
     sub = Submission(operator=operator_name, kind=checked.kind, filename=Path(new.filename).name, bundle_sha256=digest,
                      blob_path=rel, modes=modes, case_filter=list(new.cases), labels=labels,
                      branch=labels.get("branch"), commit=labels.get("commit"), author=labels.get("author"),
@@ -190,10 +198,10 @@ def create_once(session: Session, store: BlobStore, settings: Settings,
         return create(session, store, settings, new)
 
 
-def _get_or_create_operator(session: Session, name: str) -> Operator:
+def _get_or_create_operator(session: Session, name: str, owner: str) -> Operator:
     operator = session.scalar(select(Operator).where(Operator.name == name))
     if operator is None:
-        operator = Operator(name=name)
+        operator = Operator(name=name, owner=owner or None)
         session.add(operator)
         session.flush()
     return operator

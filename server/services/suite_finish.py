@@ -29,10 +29,12 @@ def outcomes(session: Session, run_id: int) -> dict[Key, suite_compare.CaseOutco
 
 
 def previous_run(session: Session, run: SuiteRun) -> SuiteRun | None:
-    """The suite's latest finished run on the same branch before this one."""
+    """The suite's latest finished run on the same branch before this one, opened by the same tenant:
+    another tenant's run is never this one's regression baseline (runs opened before suites had owners
+    may share a suite)."""
     branch = SuiteRun.branch.is_(None) if run.branch is None else SuiteRun.branch == run.branch
     return session.scalar(select(SuiteRun).where(SuiteRun.suite_id == run.suite_id, branch, SuiteRun.id < run.id,
-                                                 SuiteRun.status == FINISHED)
+                                                 SuiteRun.status == FINISHED, SuiteRun.created_by == run.created_by)
                           .order_by(SuiteRun.id.desc()).limit(1))
 
 
@@ -122,7 +124,7 @@ def finish(session: Session, run: SuiteRun) -> None:
     session.flush()
     log.info("suite_run.finished suite_run_id=%s cases=%s regressions=%s", run.id, run.totals.get("cases"),
              len(comparison.regressions) if comparison else 0)
-    if comparison and comparison.regressions and suite.webhook_url:
+    if comparison and comparison.regressions and webhooks.owner_news(suite, run):
         webhooks.enqueue_regressions(session, suite, run, comparison)
 
 

@@ -19,6 +19,7 @@ from server.models import CaseResult, Job, Submission, Suite, SuiteRun, SuiteRun
 from server.models.base import utcnow
 from server.models.job import FINISHED as JOB_FINISHED
 from server.models.suite_run import DONE, FINISHED, FROM_WORKER, OPEN, PENDING, REUSED
+from server.services import names, ownership
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$")
 LABEL_KEYS_MAX = 20
@@ -45,7 +46,7 @@ def check_labels(labels: dict[str, Any]) -> dict[str, str]:
             continue
         if len(str(v)) > LABEL_VALUE_MAX:
             raise InvalidInput(f"label {k!r} is longer than {LABEL_VALUE_MAX} characters")
-        out[str(k)] = str(v)
+        out[str(k)] = names.check(f"label {k!r}", str(v))
     return out
 
 
@@ -74,14 +75,16 @@ def get_run(session: Session, run_id: int) -> SuiteRun:
 
 
 def open_run(session: Session, suite_name: str, run_key: str, labels: dict[str, Any], modes: list[str],
-             reuse: bool, created_by: str) -> tuple[SuiteRun, bool]:
-    """(run, created): the run of this suite with this key, made if new (a retried call finds it)."""
+             reuse: bool, created_by: str, admin: bool) -> tuple[SuiteRun, bool]:
+    """(run, created): the run of this suite with this key, made if new (a retried call finds it).
+    Only the suite's owner (or an admin) opens runs in it: PermissionDenied otherwise."""
     run_key = check_name("run key", run_key)
     bad = [m for m in modes if m not in MODES]
     if bad:
         raise InvalidInput(f"unknown mode(s) {', '.join(bad)}; use sim and/or npu")
     labels = check_labels(labels)
     suite = get_or_create_suite(session, suite_name, created_by)
+    ownership.check_suite(suite, created_by, admin)
     run = session.scalar(select(SuiteRun).where(SuiteRun.suite_id == suite.id, SuiteRun.run_key == run_key))
     if run is not None:
         return run, False

@@ -23,6 +23,7 @@ from server.config import Settings
 from server.models import Suite, SuiteRun, WebhookDelivery
 from server.models.base import utcnow
 from server.models.webhook import DELIVERED, FAILED, PENDING
+from server.services import webhook_targets
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +55,16 @@ def _digest(payload: dict[str, Any], news: str) -> str:
     return hashlib.sha256(json.dumps(substance, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def owner_news(suite: Suite, run: SuiteRun) -> bool:
+    """Whether the suite's webhook may carry news of this run: only the suite owner's runs, whose
+    content (and pipeline URL) its owner wrote, are signed with the suite's secret."""
+    return bool(suite.webhook_url) and bool(suite.created_by) and run.created_by == suite.created_by
+
+
 def _enqueue(session: Session, suite: Suite, run: SuiteRun, payload: dict[str, Any], news: str
              ) -> WebhookDelivery | None:
     """A delivery of this payload, unless the same news (payload[news]) was already queued for the run."""
-    if not suite.webhook_url:
+    if not owner_news(suite, run):
         return None
     digest = _digest(payload, news)
     if session.scalar(select(WebhookDelivery.id).where(WebhookDelivery.suite_run_id == run.id,
@@ -136,7 +143,10 @@ def _claim_due(maker: sessionmaker[Session], now: datetime, limit: int, public_u
     return claimed
 
 
-def _send(http: httpx.Client, c: Claimed) -> tuple[int | None, str | None, float]:
+def _send(http: httpx.Client, c: Claimed, allow_loopback: bool) -> tuple[int | None, str | None, float]:
+    refused = webhook_targets.refusal(c.url, allow_loopback, resolve=True)
+    if refused:
+        return None, f"not sent: {refused}"[:LOG_ERROR_CHARS], 0.0
     headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT, "X-Crosscheck-Event": c.event,
                "X-Crosscheck-Delivery": str(c.id)}
     if c.secret:
@@ -146,7 +156,8 @@ def _send(http: httpx.Client, c: Claimed) -> tuple[int | None, str | None, float
         response = http.post(c.url, content=c.body, headers=headers)
     except httpx.HTTPError as exc:
         return None, f"{type(exc).__name__}: {exc}"[:LOG_ERROR_CHARS], time.perf_counter() - start
-    error = None if 200 <= response.status_code < 300 else f"HTTP {response.status_code}: {response.text[:200]}"
+    # Only the status: the receiver's answer is not ours to show to every reader of the delivery log.
+    error = None if 200 <= response.status_code < 300 else f"HTTP {response.status_code}"
     return response.status_code, error, time.perf_counter() - start
 
 
@@ -175,7 +186,7 @@ def deliver_due(maker: sessionmaker[Session], settings: Settings, http: httpx.Cl
     now = now or utcnow()
     out = []
     for c in _claim_due(maker, now, limit, settings.public_url):
-        code, error, took = _send(http, c)
+        code, error, took = _send(http, c, settings.webhook_allow_loopback)
         out.append((c.id, _record(maker, settings, c, code, error, took, now)))
     return out
 

@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parent / "fixtures"
 EXAMPLES = REPO / "examples"
 PG_URL = os.environ.get("CROSSCHECK_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
-TOKEN_KINDS = ("read", "submit", "admin", "worker")
+TOKEN_KINDS = ("read", "submit", "upload", "admin", "worker")
 
 
 def pg_unreachable() -> str | None:

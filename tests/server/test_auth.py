@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 from fastapi.testclient import TestClient
+from tests.signin import sign_in
 
 API = "/api/v1"
 BEAT = {"json": {"name": "w", "host": "h", "queues": ["sim"]}}
@@ -25,7 +26,7 @@ def test_every_api_route_is_documented(client):
 def test_token_transports(client, token, transport):
     secret = token["read"]
     if transport == "cookie":
-        client.cookies.set("crosscheck_token", secret)
+        sign_in(client, secret)
         r = client.get(f"{API}/operators")
         client.cookies.clear()
     else:
@@ -36,7 +37,7 @@ def test_token_transports(client, token, transport):
 
 def test_the_cookie_cannot_be_used_by_another_site(client, token, seed):
     [job_id] = seed.submit()
-    client.cookies.set("crosscheck_token", token["submit"])
+    sign_in(client, token["submit"])
     evil = client.post(f"{API}/jobs/{job_id}/cancel", headers={"Origin": "https://evil.example"})
     same = client.post(f"{API}/jobs/{job_id}/cancel", headers={"Origin": "http://testserver"})
     client.cookies.clear()

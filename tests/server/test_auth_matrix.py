@@ -52,8 +52,8 @@ ENDPOINTS = [
     ("GET", "/suite-runs/{run_id}/webhooks", "read", {}),
     ("POST", "/suite-runs/{run_id}/culprits", "submit", CULPRIT),
     ("GET", "/suite-runs/{run_id}/culprits", "read", {}),
-    ("POST", "/ingest/report", "submit", {"params": {"suite": "s", "run_key": "k"}, "content": b"{}"}),
-    ("POST", "/ingest/junit", "submit", {"params": {"suite": "s", "run_key": "k"},
+    ("POST", "/ingest/report", "upload", {"params": {"suite": "s", "run_key": "k"}, "content": b"{}"}),
+    ("POST", "/ingest/junit", "upload", {"params": {"suite": "s", "run_key": "k"},
                                          "files": {"junit": ("j.xml", b"<testsuites/>")}}),
     ("GET", "/operators.csv", "read", {}),
     ("GET", "/operators/{name}/cases.csv", "read", {}),
@@ -62,9 +62,9 @@ ENDPOINTS = [
     ("GET", "/readyz", None, {}),
     ("GET", "/metrics", None, {}),
 ]
-KINDS = ("none", "read", "submit", "admin", "worker", "revoked", "garbage")
-GRANTS = {"read": {"read"}, "submit": {"read", "submit"}, "admin": {"read", "submit", "worker", "admin"},
-          "worker": {"worker"}}
+KINDS = ("none", "read", "submit", "upload", "admin", "worker", "revoked", "garbage")
+GRANTS = {"read": {"read"}, "submit": {"read", "submit"}, "upload": {"read", "upload"},
+          "admin": {"read", "submit", "upload", "worker", "admin"}, "worker": {"worker"}}
 
 
 def expected(kind: str, scope: str | None) -> int | None:

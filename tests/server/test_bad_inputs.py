@@ -86,7 +86,7 @@ def test_deeply_nested_json_bodies(client, hdr, seed):
     claim(client, hdr, job_id)
     r = client.post(f"{INTERNAL}/{job_id}/result", headers=hdr["worker"], data={"attempt": "1", "report": nested})
     refused(r, "nested too deeply")
-    r = client.post(f"{API}/ingest/report", headers={**hdr["submit"], "Content-Type": "application/json"},
+    r = client.post(f"{API}/ingest/report", headers={**hdr["upload"], "Content-Type": "application/json"},
                     params={"suite": "s", "run_key": "k"}, content=nested)
     refused(r, "nested too deeply")
 

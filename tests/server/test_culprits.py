@@ -9,6 +9,7 @@ import pytest
 from server.services import webhooks
 from tests.server.suites import SuiteDriver, scale_add, sim_report
 from tests.server.test_webhooks import SECRET, Receiver, regressed_run
+from tests.server.test_webhooks import settings  # noqa: F401 - the receiver on this host is allowed
 
 SHA = "3f9c2d1e8b7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e"
 OTHER = "0123456789abcdef0123456789abcdef01234567"

@@ -18,6 +18,7 @@ from server.config import Settings
 from server.main import create_app
 from server.models import CaseResult, CaseState, Job, Operator, Submission
 from server.services import history_spans, tokens
+from tests.signin import sign_in
 
 pytestmark = pytest.mark.postgres
 OPERATORS, RUNS, CASES = 40, 250, 4  # 40,000 case results: enough for the planner to prefer indexes
@@ -81,7 +82,7 @@ def _captured(app: Any, urls: list[str]) -> list[tuple[str, Any]]:
     try:
         with TestClient(app) as client:
             client.headers["Authorization"] = f"Bearer {secret}"
-            client.cookies.set("crosscheck_token", secret)
+            sign_in(client, secret)
             for url in urls:
                 assert client.get(url).status_code == 200, url
     finally:

@@ -27,7 +27,7 @@ def post_report(client, hdr, report: Any, **params: Any):
     params = {"suite": "npu-lab", "run_key": "pipe-7", **params}
     body = report if isinstance(report, bytes) else json.dumps(report).encode()
     return client.post("/api/v1/ingest/report", params=params, content=body,
-                       headers={**hdr["submit"], "Content-Type": "application/json"})
+                       headers={**hdr["upload"], "Content-Type": "application/json"})
 
 
 def counts(app) -> tuple[int, int, int, int]:
@@ -47,10 +47,10 @@ def test_a_report_is_stored_with_provenance_and_idempotently(client, hdr, app, n
     job = client.get(f"/api/v1/jobs/{job_id}", headers=hdr["read"]).json()
     assert job["queue"] == "upload" and job["status"] == "failed" and job["env_fingerprint"]["device"] == "npu:3"
     assert client.get(f"/api/v1/jobs/{job_id}/report", headers=hdr["read"]).json()["mode"] == "npu"
-    assert client.post(f"/api/v1/jobs/{job_id}/retry", headers=hdr["submit"]).status_code == 409
+    assert client.post(f"/api/v1/jobs/{job_id}/retry", headers=hdr["admin"]).status_code == 409
     op = client.get("/api/v1/operators/scale_add", headers=hdr["read"]).json()
     npus = {c["case"]: c["npu"] for c in op["cases"]}
-    assert npus["scale_add_32x64"]["source"] == "upload" and npus["scale_add_32x64"]["source_name"] == "submit-bot"
+    assert npus["scale_add_32x64"]["source"] == "upload" and npus["scale_add_32x64"]["source_name"] == "upload-bot"
     assert npus["scale_add_32x64"]["device"] == "npu:3" and npus["scale_add_32x64"]["verified"] is True
     assert {c["case"]: c["combined_verdict"] for c in op["cases"]} == {
         "scale_add_32x64": "pass", "scale_add_64x256": "kernel_defect"}
@@ -111,13 +111,15 @@ def test_not_json_and_oversized_bodies_are_refused(make_app, settings, hdr, npu)
             for _ in range(10):
                 yield b" " * 1024
         r = client.post("/api/v1/ingest/report", params={"suite": "s", "run_key": "k"}, content=chunks(),
-                        headers={**hdr["submit"], "Content-Type": "application/json"})
+                        headers={**hdr["upload"], "Content-Type": "application/json"})
         assert r.status_code == 413
         assert counts(app) == (0, 0, 0, 0)
 
 
-def test_uploading_needs_the_submit_scope(client, hdr, npu):
-    assert post_report(client, {"submit": hdr["read"]}, npu).status_code == 403
+def test_uploading_needs_the_upload_scope(client, hdr, npu):
+    assert post_report(client, {"upload": hdr["read"]}, npu).status_code == 403
+    refused = post_report(client, {"upload": hdr["submit"]}, npu)  # a submit token runs kernels; it uploads nothing
+    assert refused.status_code == 403 and "'upload' scope" in refused.json()["detail"]
     assert client.post("/api/v1/ingest/report", params={"suite": "s", "run_key": "k"}, content=b"{}").status_code == 401
 
 
@@ -169,7 +171,7 @@ def post_junit(client, hdr, xml: bytes, sidecar: dict | None = None, **params: A
     if sidecar is not None:
         files["metrics"] = ("metrics.json", json.dumps(sidecar), "application/json")
     return client.post("/api/v1/ingest/junit", params={"suite": "npu-lab", "run_key": "p1", **params},
-                       files=files, headers=hdr["submit"])
+                       files=files, headers=hdr["upload"])
 
 
 def test_a_real_pytest_junit_file_is_ingested(client, hdr, junit_xml):
@@ -190,7 +192,7 @@ def test_a_real_pytest_junit_file_is_ingested(client, hdr, junit_xml):
     assert got["test_softmax_bf16"]["max_abs_diff"] == 3.1e-2
     assert "32-byte aligned" in got["test_softmax_compile"]["error"]
     assert "aclrtSetDevice" in got["test_softmax_big"]["error"]
-    assert all(i["mode"] == "npu" and i["provenance"] == "upload by submit-bot · npu:3" for i in items)
+    assert all(i["mode"] == "npu" and i["provenance"] == "upload by upload-bot · npu:3" for i in items)
     assert post_junit(client, hdr, junit_xml, sidecar).json()["duplicates"] == 6
 
 
@@ -236,7 +238,7 @@ def test_a_wrong_sidecar_is_refused(client, hdr, app, junit_xml, sidecar, needle
 
 def test_sim_junit_and_a_missing_file_are_refused(client, hdr, junit_xml):
     assert post_junit(client, hdr, junit_xml, None, mode="sim").status_code == 422
-    r = client.post("/api/v1/ingest/junit", params={"suite": "s", "run_key": "k"}, headers=hdr["submit"],
+    r = client.post("/api/v1/ingest/junit", params={"suite": "s", "run_key": "k"}, headers=hdr["upload"],
                     files={"other": ("x", b"x")})
     assert r.status_code == 422 and "'junit'" in r.json()["detail"]
 

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from server.config import Settings
 from server.migrate import upgrade
 from tests.web import seed as seeding
+from tests.signin import sign_in
 
 
 def make_settings(data_dir: Path, **overrides: Any) -> Settings:
@@ -54,7 +55,7 @@ def info(seeded: tuple[Settings, dict[str, Any]]) -> dict[str, Any]:
 def client(app: FastAPI, info: dict[str, Any]) -> Iterator[TestClient]:
     """Signed in as a read+submit token through the dashboard's cookie."""
     with TestClient(app, follow_redirects=False) as c:
-        c.cookies.set("crosscheck_token", info["token"])
+        sign_in(c, info["token"])
         yield c
 
 

@@ -59,7 +59,7 @@ def _reusing_run(session: Session, blobs: BlobStore, settings: Settings) -> int:
     workers.heartbeat(session, "sim-worker-1@vm", "vm", ["sim"], {"modes": ["sim"], "graph_verify": "ready",
                                                                  "versions": versions()}, None, 9)
     run, _ = suite_runs.open_run(session, "nightly", "pipe-ccc3333", {"branch": "main", "commit": "ccc3333"},
-                                 ["sim"], True, "ci-bot")
+                                 ["sim"], True, "ci-bot", False)
     suite_submit.submit_operator(session, blobs, settings, run, submissions.NewSubmission(
         filename="beta.zip", data=zip_files(scale_add()), operator="beta", submitted_by="ci-bot"))
     suite_runs.close(session, run)

@@ -35,7 +35,7 @@ def _run(session: Session, blobs: BlobStore, settings: Settings, commit: str,
     """One finished run of `suite`: each operator's SIM job stored with its planted verdicts, its first case's
     cost estimate times slower[op], its graph verify max |diff| per case from diffs[op]."""
     run, _ = suite_runs.open_run(session, suite, f"pipe-{commit}", {"branch": "main", "commit": commit,
-                                 "pipeline": f"https://ci.example/pipelines/{commit}"}, ["sim"], False, "ci-bot")
+                                 "pipeline": f"https://ci.example/pipelines/{commit}"}, ["sim"], False, "ci-bot", False)
     files = scale_add()
     for name, planted in ops.items():
         out = suite_submit.submit_operator(session, blobs, settings, run, submissions.NewSubmission(
@@ -68,5 +68,5 @@ def seed(session: Session, blobs: BlobStore, settings: Settings) -> dict[str, An
         ingest.store(session, blobs, ingest.Upload(
             suite="nightly", run_key="pipe-bbb2222", attempt=1, labels={}, mode="npu",
             environment=report["environment"], cases=report["cases"], kind="report", filename=f"{op}.json",
-            raw=json.dumps(report).encode(), content_sha256={op: report["submission"]["sha256"]}), "npu-lab")
+            raw=json.dumps(report).encode(), content_sha256={op: report["submission"]["sha256"]}), "npu-lab", True)
     return {"first": first, "second": second}

@@ -27,6 +27,7 @@ from tests.conftest import missing_service
 from tests.e2e.conftest import descendants
 from tests.leftovers import remove_dirs_of
 from tests.web.server import serve
+from tests.signin import SESSION_COOKIE, session_cookie
 
 pytestmark = pytest.mark.browser
 
@@ -73,7 +74,7 @@ def browser(live: dict[str, Any]) -> Iterator[Any]:
 @pytest.fixture(params=WIDTHS, ids=lambda w: f"{w}px")
 def page(request: pytest.FixtureRequest, browser: Any, live: dict[str, Any]) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": request.param, "height": 900})
-    context.add_cookies([{"name": "crosscheck_token", "value": live["token"], "url": live["base"]}])
+    context.add_cookies([{"name": SESSION_COOKIE, "value": session_cookie(live["base"], live["token"]), "url": live["base"]}])
     pg = context.new_page()
     pg.set_default_timeout(10_000)
     pg.width = request.param
@@ -226,7 +227,7 @@ def sim_worker(live: dict[str, Any]) -> Iterator[subprocess.Popen[bytes]]:
 def test_upload_an_example_and_watch_it_finish(browser: Any, live: dict[str, Any], sim_worker: Any,
                                                tmp_path: Path) -> None:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.add_cookies([{"name": "crosscheck_token", "value": live["token"], "url": live["base"]}])
+    context.add_cookies([{"name": SESSION_COOKIE, "value": session_cookie(live["base"], live["token"]), "url": live["base"]}])
     page = context.new_page()
     page.width = 1280
     upload = tmp_path / "scale_add.zip"
@@ -302,7 +303,7 @@ def test_no_element_overflows_the_viewport_on_any_page(page: Any, live: dict[str
 
     for name, path in every_page(live):
         check(name, path)
-    page.context.add_cookies([{"name": "crosscheck_token", "value": live["admin_token"], "url": live["base"]}])
+    page.context.add_cookies([{"name": SESSION_COOKIE, "value": session_cookie(live["base"], live["admin_token"]), "url": live["base"]}])
     for name, path in ADMIN_PAGES:
         check(name, path)
     page.context.clear_cookies()
@@ -349,7 +350,7 @@ def test_combined_verdict_is_in_view_on_a_phone(page: Any, live: dict[str, Any])
 def test_submit_a_folder(browser: Any, live: dict[str, Any]) -> None:
     """The Submit page sends a chosen folder's files through the API's JSON form, as the CLI would."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.add_cookies([{"name": "crosscheck_token", "value": live["token"], "url": live["base"]}])
+    context.add_cookies([{"name": SESSION_COOKIE, "value": session_cookie(live["base"], live["token"]), "url": live["base"]}])
     page = context.new_page()
     page.goto(live["base"] + "/submit")
     page.locator("#s-folder").set_input_files(str(seeding.EXAMPLES / "scale_add"))

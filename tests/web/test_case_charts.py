@@ -21,6 +21,7 @@ from tests.web.html import Node
 from tests.web.test_overview import get
 from web import case_charts
 from web.format import sig
+from tests.signin import sign_in
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 CASES = [f"c{i:02d}" for i in range(14)]
@@ -55,7 +56,7 @@ def wide(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient,
     stored = {(jobs[2 * r + 1], c): npu_diff(c, r) for r in range(3) for c in CASES}
     stored.update({(jobs[2 * r + 1], "npu_only"): 5e-7 for r in range(3)})
     with TestClient(app, follow_redirects=False) as client:
-        client.cookies.set("crosscheck_token", secret)
+        sign_in(client, secret)
         yield client, stored
 
 

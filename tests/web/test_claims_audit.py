@@ -29,6 +29,7 @@ from tests.web.conftest import make_app, make_settings
 from tests.web.html import Node
 from tests.web.test_overview import get
 from web.format import sig
+from tests.signin import sign_in
 
 NPU_CLAIMS = ("sim_garbage_npu_ok", "pass")  # combined verdicts that claim an NPU checked the kernel
 
@@ -216,7 +217,7 @@ def suites(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClien
             upload_npu(session, app.state.blobs, op, "pipe-ccc3333", {}, "pass", 2.5e-4)  # no device: unverified
         session.commit()
     with TestClient(app, follow_redirects=False) as client:
-        client.cookies.set("crosscheck_token", info["token"])
+        sign_in(client, info["token"])
         yield client, app, info
     app.state.engine.dispose()
 
@@ -234,7 +235,7 @@ def upload_npu(session: Any, blobs: Any, op: str, run_key: str, env: dict[str, s
     ingest.store(session, blobs, ingest.Upload(
         suite="nightly", run_key=run_key, attempt=attempt, labels={}, mode="npu",
         environment=report["environment"], cases=report["cases"], kind="report", filename=f"{op}-{attempt}.json",
-        raw=json.dumps(report).encode(), content_sha256={op: report["submission"]["sha256"]}), "npu-lab")
+        raw=json.dumps(report).encode(), content_sha256={op: report["submission"]["sha256"]}), "npu-lab", True)
 
 
 def retry_on_a_device(session: Any, blobs: Any) -> None:

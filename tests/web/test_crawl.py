@@ -29,6 +29,7 @@ from tests.web.conftest import make_app, make_settings
 from tests.web.html import parse
 from tests.web.layout import SEEDED_SECTIONS, dashboard_routes, route_of
 from web.deps import templates
+from tests.signin import sign_in
 
 MAX_PAGES = 600  # far above what the seed links to; a bound, so a link loop cannot hang the test
 # Routes a link never leads to: they answer a form (the compare form's GET target is checked below).
@@ -78,7 +79,7 @@ def crawled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FastAPI,
 def admin(crawled: tuple[FastAPI, dict[str, Any]]) -> Iterator[TestClient]:
     app, info = crawled
     with TestClient(app, follow_redirects=False, raise_server_exceptions=True) as c:
-        c.cookies.set("crosscheck_token", info["admin"])
+        sign_in(c, info["admin"])
         c.headers["Authorization"] = f"Bearer {info['admin']}"
         yield c
 

@@ -22,6 +22,7 @@ from tests.web import crawl_seed
 from tests.web.conftest import make_app, make_settings
 from tests.web.layout import SEEDED_SECTIONS, dashboard_routes, layout_problems, route_of
 from tests.web.server import serve
+from tests.signin import SESSION_COOKIE, session_cookie
 
 pytestmark = pytest.mark.browser
 
@@ -60,7 +61,7 @@ def test_every_page_of_every_verdict_fits_a_phone(live: dict[str, Any]) -> None:
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         context = browser.new_context(viewport=PHONE)
-        context.add_cookies([{"name": "crosscheck_token", "value": live["admin"], "url": live["base"]}])
+        context.add_cookies([{"name": SESSION_COOKIE, "value": session_cookie(live["base"], live["admin"]), "url": live["base"]}])
         page = context.new_page()
         page.set_default_timeout(10_000)
         for path in live["pages"]:

@@ -10,6 +10,7 @@ from server.services import tokens
 from tests.web import seed as seeding
 from tests.web.conftest import make_app, make_settings
 from tests.web.html import parse
+from tests.signin import sign_in
 
 CONTRADICTION = "the job changed the harness's code in its process: runtime.evidence.metrics.compare <script>"
 
@@ -32,7 +33,7 @@ def test_harness_checks_panel(tmp_path: Path) -> None:
         session.commit()
         job_id = job.id
     with TestClient(app) as client:
-        client.cookies.set("crosscheck_token", secret)
+        sign_in(client, secret)
         response = client.get(f"/jobs/{job_id}")
     app.state.engine.dispose()
     assert CONTRADICTION not in response.text and "compare &lt;script&gt;" in response.text  # escaped

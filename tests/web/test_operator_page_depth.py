@@ -22,6 +22,7 @@ from server.models import CaseResult, CaseState, Job, Operator, Submission
 from server.models.base import utcnow
 from server.services import history_spans, results, tokens
 from tests.server.conftest import PgSchema
+from tests.signin import sign_in
 
 DEPTHS = {"shallow": 100, "deep": 1000}  # runs in the last year
 CASES = 4
@@ -177,7 +178,7 @@ def test_deep_operator_reads_no_more_than_shallow(depth_app: FastAPI, page: str)
     spent = {}
     with TestClient(depth_app) as client:
         client.headers["Authorization"] = f"Bearer {secret}"
-        client.cookies.set("crosscheck_token", secret)
+        sign_in(client, secret)
         for name in DEPTHS:
             first = history_spans.epoch_day(utcnow() - timedelta(days=365)) // history_spans.SPAN_DAYS
             since = history_spans.day_start(first * history_spans.SPAN_DAYS).strftime("%Y-%m-%dT%H:%M:%SZ")

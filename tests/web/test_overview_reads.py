@@ -19,6 +19,7 @@ from server.models import CaseResult, CaseState, Job, Operator, Submission
 from server.services import coverage, results, tokens
 from tests.web.conftest import make_app, make_settings
 from tests.web.html import parse
+from tests.signin import sign_in
 
 ROWS = 200
 # name prefix -> (runs per operator, cases per run)
@@ -99,7 +100,7 @@ def _statements(app: FastAPI, client: TestClient, url: str) -> tuple[list[str], 
 def test_the_overview_sends_the_same_sql_whatever_its_size_depth_and_cases(deep_app: tuple[FastAPI, str]) -> None:
     app, secret = deep_app
     with TestClient(app) as client:
-        client.cookies.set("crosscheck_token", secret)
+        sign_in(client, secret)
         client.get("/")  # a token's use is written at most once a minute (server/services/tokens.py), here
         pages = {url: _statements(app, client, url) for url in
                  ("/?q=shallow&per_page=20", "/?q=shallow&per_page=200", "/?q=deep&per_page=200",

@@ -16,6 +16,7 @@ from tests.web.conftest import make_app, make_settings
 from tests.web.html import parse
 from tests.web.seed import EXAMPLES, bundle
 from tests.web.test_overview import get
+from tests.signin import sign_in
 
 
 @pytest.fixture
@@ -34,7 +35,7 @@ def fresh(tmp_path: Path) -> Iterator[tuple[TestClient, dict[str, str]]]:
 
 def test_plain_form_post_redirects_to_the_job_page(fresh: tuple[TestClient, dict[str, str]]) -> None:
     client, secrets = fresh
-    client.cookies.set("crosscheck_token", secrets["submit"])
+    sign_in(client, secrets["submit"])
     response = client.post("/submit", files={"file": ("scale_add.zip", bundle("scale_add"), "application/zip")},
                            data={"modes": ["sim", "npu"], "branch": "main", "author": "carol"})
     assert response.status_code == 303
@@ -50,7 +51,7 @@ def test_plain_form_post_redirects_to_the_job_page(fresh: tuple[TestClient, dict
 
 def test_single_script_upload(fresh: tuple[TestClient, dict[str, str]]) -> None:
     client, secrets = fresh
-    client.cookies.set("crosscheck_token", secrets["submit"])
+    sign_in(client, secrets["submit"])
     script = (EXAMPLES / "scripts" / "softmax_script.py").read_bytes()
     response = client.post("/submit", files={"file": ("softmax_script.py", script, "text/x-python")},
                            data={"modes": "sim"})
@@ -59,7 +60,7 @@ def test_single_script_upload(fresh: tuple[TestClient, dict[str, str]]) -> None:
 
 def test_a_bad_upload_is_explained_on_an_html_page(fresh: tuple[TestClient, dict[str, str]]) -> None:
     client, secrets = fresh
-    client.cookies.set("crosscheck_token", secrets["submit"])
+    sign_in(client, secrets["submit"])
     response = client.post("/submit", files={"file": ("notes.txt", b"hello", "text/plain")}, data={"modes": "sim"})
     assert response.status_code == 422 and response.headers["content-type"].startswith("text/html")
     assert "upload an operator package" in parse(response.text).find("p", cls="detail").text()
@@ -72,9 +73,9 @@ def test_submit_form_needs_the_submit_scope(fresh: tuple[TestClient, dict[str, s
     client, secrets = fresh
     anonymous = client.get("/submit")
     assert anonymous.status_code == 303 and anonymous.headers["location"] == "/login?next=%2Fsubmit"
-    client.cookies.set("crosscheck_token", secrets["read"])
+    sign_in(client, secrets["read"])
     assert get(client, "/submit", status=403).find("h1").text() == "403 · Not allowed"
-    client.cookies.set("crosscheck_token", secrets["submit"])
+    sign_in(client, secrets["submit"])
     form = get(client, "/submit").find("form", id="submit-form")
     assert form.attrs["enctype"] == "multipart/form-data" and form.attrs["action"] == "/submit"
     assert form.find("input", type="file").attrs["id"] == "s-file"
@@ -94,10 +95,10 @@ def test_sign_in_sets_an_httponly_cookie_and_sign_out_clears_it(fresh: tuple[Tes
     response = client.post("/login", data={"token": secrets["read"], "next": "/workers"})
     assert response.status_code == 303 and response.headers["location"] == "/workers"
     cookie = response.headers["set-cookie"].lower()
-    assert "crosscheck_token=" in cookie and "httponly" in cookie and "samesite=lax" in cookie
+    assert "crosscheck_session=" in cookie and "httponly" in cookie and "samesite=lax" in cookie
     assert get(client, "/").find("div", cls="who").find("span").text() == "read"
     response = client.post("/logout")
-    assert response.status_code == 303 and 'crosscheck_token=""' in response.headers["set-cookie"]
+    assert response.status_code == 303 and 'crosscheck_session=""' in response.headers["set-cookie"]
 
 
 def test_sign_in_refuses_bad_tokens_and_foreign_redirects(fresh: tuple[TestClient, dict[str, str]]) -> None:
@@ -112,6 +113,6 @@ def test_sign_in_refuses_bad_tokens_and_foreign_redirects(fresh: tuple[TestClien
 def test_without_anonymous_read_pages_send_readers_to_sign_in(anon: TestClient, info: dict[str, Any]) -> None:
     response = anon.get("/operators/scale_add?x=1")
     assert response.status_code == 303 and response.headers["location"] == "/login?next=%2Foperators%2Fscale_add%3Fx%3D1"
-    anon.cookies.set("crosscheck_token", "cc_revoked_or_wrong")
+    anon.cookies.set("crosscheck_session", "ccs_ended_or_wrong")
     assert anon.get("/").headers["location"] == "/login?next=%2F"
     assert get(anon, "/login?next=/workers").find("input", type="hidden").attrs["value"] == "/workers"

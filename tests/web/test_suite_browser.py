@@ -20,6 +20,7 @@ from tests.web.conftest import make_app, make_settings
 from tests.web.layout import SUITE_SEED_ROUTES, layout_problems, route_of
 from tests.conftest import missing_service
 from tests.web.server import serve
+from tests.signin import SESSION_COOKIE, session_cookie
 
 pytestmark = pytest.mark.browser
 
@@ -61,7 +62,7 @@ def browser(live: dict[str, Any]) -> Iterator[Any]:
 @pytest.fixture(params=WIDTHS, ids=lambda w: f"{w}px")
 def page(request: pytest.FixtureRequest, browser: Any, live: dict[str, Any]) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": request.param, "height": 900})
-    context.add_cookies([{"name": "crosscheck_token", "value": live["token"], "url": live["base"]}])
+    context.add_cookies([{"name": SESSION_COOKIE, "value": session_cookie(live["base"], live["token"]), "url": live["base"]}])
     pg = context.new_page()
     pg.set_default_timeout(10_000)
     pg.width = request.param

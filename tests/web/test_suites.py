@@ -15,6 +15,7 @@ from server.services import tokens
 from tests.web import suite_seed
 from tests.web.conftest import make_app, make_settings
 from tests.web.html import parse
+from tests.signin import sign_in
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient,
         info["token"] = tokens.create(session, "reader", ["read"])[1]
         session.commit()
     with TestClient(app, follow_redirects=False) as client:
-        client.cookies.set("crosscheck_token", info["token"])
+        sign_in(client, info["token"])
         yield client, info
     app.state.engine.dispose()
 

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from tests.web.test_overview import get, row
+from tests.signin import sign_in
 
 
 def test_partial_npu_coverage_is_said_and_never_overstated(client: TestClient) -> None:
@@ -113,7 +114,7 @@ def test_reproduce_works_from_what_the_user_has(client: TestClient, app: Any, in
     with app.state.sessionmaker() as session:
         admin = tokens.create(session, "admin-reproduce", ["read", "admin"])[1]
         session.commit()
-    client.cookies.set("crosscheck_token", admin)
+    sign_in(client, admin)
     section = get(client, f"/jobs/{job.id}").find("section", id="case-scale_add_32x64")
     link = section.find("p", cls="reproduce").find("a")
     response = client.get(link.attrs["href"])
@@ -150,7 +151,7 @@ def test_last_seen_and_removing_a_stale_worker(client: TestClient, app: Any) -> 
     try:
         text = get(client, "/submit").find("p", cls="no-worker").text()
         assert text.startswith("No online worker serves npu: one was last seen 3 h ago")
-        client.cookies.set("crosscheck_token", admin)
+        sign_in(client, admin)
         row = next(tr for tr in get(client, "/workers").find("table", cls="workers").find("tbody").find_all("tr")
                    if "npu-old@box" in tr.text())
         form = row.find("form")

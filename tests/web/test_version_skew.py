@@ -10,6 +10,7 @@ from server.services import tokens
 from tests.web import seed as seeding
 from tests.web.conftest import make_app, make_settings
 from tests.web.html import parse
+from tests.signin import sign_in
 
 SKEW = {"installed": "0.2.0", "kind": "missing_api", "names": ["pypto.PrecisionType"],
         "evidence": "AttributeError: module 'pypto' has no attribute 'PrecisionType'", "found_by": "error"}
@@ -29,7 +30,7 @@ def test_version_skew_is_shown_and_grouped(tmp_path: Path) -> None:
         session.commit()
         job_id = job.id
     with TestClient(app) as client:
-        client.cookies.set("crosscheck_token", secret)
+        sign_in(client, secret)
         job_page = client.get(f"/jobs/{job_id}")
         overview = client.get("/")
         only_skew = client.get("/?verdict=version_skew")
@@ -52,7 +53,7 @@ def test_the_submit_form_asks_for_a_pypto_and_explains_a_refusal(tmp_path: Path)
         _, secret = tokens.create(session, "submitter", ["submit"])
         session.commit()
     with TestClient(app, follow_redirects=False) as client:
-        client.cookies.set("crosscheck_token", secret)
+        sign_in(client, secret)
         form = parse(client.get("/submit").text)
         refused = client.post("/submit", files={"file": ("k.zip", seeding.bundle("scale_add"), "application/zip")},
                               data={"modes": "sim", "pypto": "0.3.0.dev0"})

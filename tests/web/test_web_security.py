@@ -1,6 +1,7 @@
 """Login CSRF, security headers on every kind of response."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -8,6 +9,7 @@ from fastapi.testclient import TestClient
 
 from server.security_headers import CSP
 from tests.web.test_submit_auth import fresh  # noqa: F401 - the fixture
+from tests.signin import sign_in
 
 EVIL = "https://evil.example"
 
@@ -21,12 +23,12 @@ def test_a_cross_site_sign_in_is_refused(fresh: tuple[TestClient, dict[str, str]
         assert "set-cookie" not in response.headers
         assert "cross-site" in response.text
     same = client.post("/login", data={"token": secrets["read"]}, headers={"Origin": "http://testserver"})
-    assert same.status_code == 303 and "crosscheck_token=" in same.headers["set-cookie"]
+    assert same.status_code == 303 and "crosscheck_session=" in same.headers["set-cookie"]
 
 
 def test_a_cross_site_sign_out_is_refused(fresh: tuple[TestClient, dict[str, str]]) -> None:  # noqa: F811
     client, secrets = fresh
-    client.cookies.set("crosscheck_token", secrets["read"])
+    sign_in(client, secrets["read"])
     response = client.post("/logout", headers={"Origin": EVIL})
     assert response.status_code == 403 and "set-cookie" not in response.headers
     assert client.post("/logout", headers={"Origin": "http://testserver"}).status_code == 303
@@ -44,9 +46,15 @@ def test_every_response_carries_the_security_headers(anon: TestClient, path: str
     assert headers["x-frame-options"] == "DENY"
 
 
-def test_the_docs_page_may_load_its_cdn_but_not_be_framed(anon: TestClient) -> None:
-    policy = anon.get("/docs").headers["content-security-policy"]
-    assert "https://cdn.jsdelivr.net" in policy and "frame-ancestors 'none'" in policy
+def test_the_docs_page_loads_only_our_own_files_and_cannot_be_framed(anon: TestClient) -> None:
+    page = anon.get("/docs")
+    policy = page.headers["content-security-policy"]
+    assert "http" not in policy and "'unsafe-inline'" not in policy.split("script-src")[1].split(";")[0]
+    assert "frame-ancestors 'none'" in policy
+    sources = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert sources and all(s.startswith("/docs/") for s in sources), sources  # no CDN
+    for source in sources:
+        assert anon.get(source).status_code == 200, source
 
 
 def _admin(client: TestClient) -> str:
@@ -60,9 +68,9 @@ def test_admins_see_the_audit_log_and_others_do_not(fresh: tuple[TestClient, dic
     from tests.web.html import parse
 
     client, secrets = fresh
-    client.cookies.set("crosscheck_token", secrets["read"])
+    sign_in(client, secrets["read"])
     assert client.get("/audit").status_code == 403
-    client.cookies.set("crosscheck_token", _admin(client))
+    sign_in(client, _admin(client))
     page = parse(client.get("/audit").text)
     rows = [r.text() for r in page.find("table", cls="audit").find_all("tr")[1:]]
     assert any("token.create" in r and "cli" in r and "root" in r for r in rows), rows
@@ -83,7 +91,7 @@ def test_an_admin_removes_a_stale_worker_from_the_workers_page(fresh: tuple[Test
         workers.heartbeat(session, "gone@host", "host", ["sim"], {}, None)
         workers.heartbeat(session, "alive@host", "host", ["sim"], {}, None)
         session.get(Worker, "gone@host").last_heartbeat = utcnow() - timedelta(hours=2)
-    client.cookies.set("crosscheck_token", _admin(client))
+    sign_in(client, _admin(client))
     forms = [f.attrs["action"] for f in parse(client.get("/workers").text).find_all("form")]
     assert "/workers/gone%40host/remove" in forms and "/workers/alive%40host/remove" not in forms
     assert client.post("/workers/gone@host/remove").status_code == 303

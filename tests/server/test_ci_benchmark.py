@@ -127,6 +127,7 @@ def _check_benchmark_page(live, read) -> None:  # noqa: F811 - `live` is the ser
     """The benchmark view of that suite: the disagreeing task first, levels, and a phone's width."""
     from playwright import sync_api
 
+    from tests.signin import SESSION_COOKIE, session_cookie
     from tests.web.layout import layout_problems
     from tests.web.test_suite_browser import ARGS, CHROMIUM, SHOTS
 
@@ -141,9 +142,11 @@ def _check_benchmark_page(live, read) -> None:  # noqa: F811 - `live` is the ser
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         for width in (1280, 390):
             context = browser.new_context(viewport={"width": width, "height": 900})
-            context.add_cookies([{"name": "crosscheck_token", "value": live["tokens"]["read"], "url": live["url"]}])
+            context.add_cookies([{"name": SESSION_COOKIE, "value": session_cookie(live["url"], live["tokens"]["read"]),
+                                  "url": live["url"]}])
             page = context.new_page()
             page.goto(live["url"] + "/benchmarks/kernelbench")
+            assert page.locator("h1").inner_text().startswith("Benchmark"), page.url  # not the sign-in page
             assert not layout_problems(page), (width, layout_problems(page))
             SHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SHOTS / f"benchmark-{width}.png"), full_page=True)

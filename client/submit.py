@@ -66,6 +66,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--branch", default=None, metavar="NAME", help="label: the branch the kernel comes from")
     p.add_argument("--commit", default=None, metavar="SHA", help="label: the commit the kernel comes from")
     p.add_argument("--author", default=None, metavar="NAME", help="label: who wrote the kernel")
+    p.add_argument("--fresh", action="store_true",
+                   help="run it even when the server has results of identical files under the same versions")
     p.add_argument("--pypto", type=version_argument, default=None, metavar="VERSION",
                    help="the pypto version the kernel was written for: only workers with it run the jobs")
     p.add_argument("--wait", action="store_true", help="wait for the jobs and print their reports")
@@ -191,10 +193,12 @@ def _run(args: argparse.Namespace, err: Console) -> int:
         # --wait: someone waits for it, so the server dispatches it before batch jobs (docs/platform.md §4).
         accepted = send(server, filename, data, args.mode or ["sim"], args.case, operator=args.operator,
                         branch=args.branch, commit=args.commit, author=args.author, pypto=args.pypto,
-                        interactive="true" if args.wait else None)
+                        interactive="true" if args.wait else None, fresh="true" if args.fresh else None)
         jobs = accepted["jobs"]
+        reused = set((accepted.get("reused") or {}).values())
         err.print(f"submission {accepted['submission_id']}: " + ", ".join(
-            f"job {j['id']} ({j['mode']})" for j in jobs))
+            f"job {j['id']} ({j['mode']}" + (", reused: the same files ran there; --fresh runs them again)"
+                                            if j["id"] in reused else ")") for j in jobs))
         for line in unserved(server, [j["mode"] for j in jobs]):
             err.print(f"[yellow]warning:[/] {escape(line)}")
         if not args.wait:

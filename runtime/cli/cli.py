@@ -49,8 +49,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--list", action="store_true",
                    help="in a checkout: list the operators found and their route; for a test file, its test "
                         "functions and skip marks")
-    p.add_argument("--task", type=Path, metavar="TASK.py",
-                   help="a KernelBench task: PATH is the operator dir written for it (default: its task_desc.py)")
+    p.add_argument("--task", type=Path, metavar="TASK",
+                   help="a KernelBench task file (level1/19_ReLU.py): PATH is the operator dir written for it "
+                        "(default: the task_desc.py beside it)")
     p.add_argument("--format", choices=("text", "gym"), default="text",
                    help="gym: also write the gym verifier's verify_run.json, cheat_check_script.json and "
                         "skill_report.json (KernelBench operators; see --gym-dir)")

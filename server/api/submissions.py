@@ -59,10 +59,11 @@ def create_submission(
     sub, jobs, created = submissions.create_once(session, blobs, settings, new)
     if created:
         for job in jobs:
-            enqueue_after_commit(session, producer, job)
+            if job.id not in new.reused.values():  # an earlier identical job is linked, not run again
+                enqueue_after_commit(session, producer, job)
     else:
         response.status_code = status.HTTP_200_OK
-    return SubmissionAccepted(submission_id=sub.id, jobs=[JobBrief.model_validate(j) for j in jobs])
+    return SubmissionAccepted(submission_id=sub.id, jobs=[JobBrief.model_validate(j) for j in jobs], reused=new.reused)
 
 
 @router.get("/{submission_id}", response_model=SubmissionRead, summary="A submission and its jobs",

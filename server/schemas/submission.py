@@ -27,6 +27,8 @@ class SubmissionCreate(BaseModel):
     pypto: str | None = Field(default=None, max_length=48,
                               description="the pypto version the kernel was written for; its jobs go only to "
                                           "workers with it (docs/versions.md)")
+    fresh: bool = Field(default=False, description="run it even when an identical submission (same files, cases, "
+                                                   "pypto and host versions) has results to reuse")
     interactive: bool = Field(default=False, description="someone waits for the result: its jobs go to the next "
                                                          "free worker before batch jobs (docs/platform.md §4)")
 
@@ -51,6 +53,8 @@ class JobBrief(OrmModel):
 class SubmissionAccepted(BaseModel):
     submission_id: int
     jobs: list[JobBrief]
+    reused: dict[str, int] = Field(default_factory=dict, description="mode -> the earlier job of an identical "
+                                   "submission whose results stand for this one (not run again; `fresh` runs it)")
 
 
 class SubmissionRead(OrmModel):

@@ -110,3 +110,18 @@ def find_whole(session: Session, operator: str, content_sha256: str, mode: str,
             return {r.case: r for r in rows}
         return {}  # the newest whole run of this content is not reusable (a timeout, other versions)
     return {}
+
+
+def earlier_job(session: Session, operator: str, content_sha256: str, cases: list[str] | None, mode: str,
+                queue: str, heartbeat_s: float) -> int | None:
+    """The one finished job whose results an identical submission of `cases` (None: a script's whole run) in
+    `mode` would get again under today's versions: linked, never copied (docs/service.md §6); else None."""
+    target = target_versions(session, queue, heartbeat_s)
+    if target.versions is None:
+        return None
+    found = find_whole(session, operator, content_sha256, mode, target.versions) if cases is None \
+        else find(session, content_sha256, cases, mode, target.versions)
+    if not found or (cases is not None and len(found) < len(cases)):
+        return None
+    jobs = {r.job_id for r in found.values()}
+    return jobs.pop() if len(jobs) == 1 else None  # results spread over several jobs: run it whole again

@@ -50,7 +50,7 @@ async def _from_json(request: Request, settings: Settings) -> NewSubmission:
     return NewSubmission(filename=filename, data=data, modes=list(payload.modes), operator=name,
                                      cases=payload.cases, labels=payload.labels.model_dump(exclude_none=True),
                                      suite_run_id=payload.suite_run_id, pypto=payload.pypto,
-                                     interactive=payload.interactive)
+                                     interactive=payload.interactive, fresh=payload.fresh)
 
 
 async def _from_form(request: Request, settings: Settings) -> NewSubmission:
@@ -73,15 +73,20 @@ async def _read_form(form: FormData, settings: Settings) -> NewSubmission:
     if raw_suite is not None and not (raw_suite.strip().isdigit() and 1 <= int(raw_suite) < 2**63):
         raise InvalidInput(f"suite_run_id must be an integer (positive, 64-bit), got {raw_suite[:40]!r}")
     labels = {k: text[k] for k in ("branch", "commit", "author") if text.get(k)}
-    interactive = (text.get("interactive") or "false").strip().lower()
-    if interactive not in ("true", "false", "1", "0"):
-        raise InvalidInput(f"interactive must be true or false, got {interactive[:40]!r}")
+    interactive, fresh = (_flag(text, k) for k in ("interactive", "fresh"))
     return NewSubmission(
         filename=upload.filename or "submission", data=data, operator=names.pop() if names else None,
         modes=_split_repeatable([str(v) for v in form.getlist("modes")]) or ["sim"],
         cases=_split_repeatable([str(v) for v in form.getlist("cases")]), labels=labels,
         suite_run_id=int(raw_suite) if raw_suite else None, pypto=text.get("pypto") or None,
-        interactive=interactive in ("true", "1"))
+        interactive=interactive, fresh=fresh)
+
+
+def _flag(text: dict[str, str], key: str) -> bool:
+    value = (text.get(key) or "false").strip().lower()
+    if value not in ("true", "false", "1", "0"):
+        raise InvalidInput(f"{key} must be true or false, got {value[:40]!r}")
+    return value in ("true", "1")
 
 
 async def read(request: Request, settings: Settings) -> NewSubmission:

@@ -23,9 +23,11 @@ from server.errors import Conflict, InvalidInput, PayloadTooLarge
 from server.models import Job, Operator, Submission, SuiteRun
 from server.models.base import utcnow
 from server.models.job import INTERACTIVE
-from server.services import audit, bounds, names, npu_wait, ownership, pypto_route
+from server.services import audit, bounds, names, npu_wait, ownership, pypto_route, reuse
 
 SUFFIXES = (".tar.gz", ".tgz", ".zip", ".py")
+# The label naming the earlier jobs ("sim:12,npu:13") an identical submission linked instead of running.
+REUSED_LABEL = "reused_jobs"
 
 
 @dataclass
@@ -42,6 +44,8 @@ class NewSubmission:
     token_id: int | None = None  # the caller's token: Idempotency-Keys are unique per token
     pypto: str | None = None  # the pypto version asked for (server/services/pypto_route.py)
     interactive: bool = False  # someone waits for it (submit --wait, the dashboard): dispatched first
+    fresh: bool = False  # run it even when an identical submission's results could be reused
+    reused: dict[str, int] = field(default_factory=dict)  # set by create(): mode -> the earlier job linked
     admin: bool = False  # the caller may submit into any tenant's suite run
 
     def request_fields(self) -> dict[str, Any]:
@@ -100,7 +104,8 @@ def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmi
         if earlier is not None:
             _same_request_or_conflict(earlier, new)
             jobs = list(session.scalars(select(Job).where(Job.submission_id == earlier.id).order_by(Job.id)))
-            return earlier, jobs, False
+            new.reused = _reused_of(earlier)
+            return earlier, jobs + [j for j in map(lambda i: session.get(Job, i), new.reused.values()) if j], False
     if len(new.data) > settings.max_upload_bytes:
         raise PayloadTooLarge(f"upload is {len(new.data)} bytes; the limit is {settings.max_upload_bytes}")
     modes = list(dict.fromkeys(new.modes or ["sim"]))
@@ -129,7 +134,6 @@ def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmi
             raise InvalidInput(f"unknown case id(s) {', '.join(unknown)}; known: {', '.join(known)}")
     n_cases = len(new.cases) or (len(known) if known else 1)
     bounds.check_submission(settings, n_cases)
-    bounds.check_quota(session, settings, new.token_id, n_cases, len(modes))
     operator_name = (new.operator or checked.name).strip()
     if not operator_name or len(operator_name) > 200:
         raise InvalidInput("operator name must be 1-200 characters")
@@ -137,10 +141,19 @@ def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmi
     version = pypto_route.requested_version(
         new.pypto, checked.case_file.requires_pypto if checked.case_file else None)
     queues = pypto_route.queues_for(modes, version)
-    pypto_route.check_served(session, settings, queues)  # Conflict when no online worker has that pypto
+    if not new.fresh and new.suite_run_id is None:  # a suite run reuses through its own path (suite_submit)
+        wanted = list(new.cases) or known  # None: a script's or test module's whole run
+        new.reused = {m: j for m in modes if (j := reuse.earlier_job(
+            session, operator_name, checked.sha256, wanted, m, queues[m], settings.job_heartbeat_s))}
+    to_run = [m for m in modes if m not in new.reused]
+    bounds.check_quota(session, settings, new.token_id, n_cases, len(to_run))
+    if to_run:  # Conflict when no online worker has that pypto
+        pypto_route.check_served(session, settings, {m: queues[m] for m in to_run})
     digest, rel = store.put_bundle(new.data, _suffix(new.filename))
     operator = _get_or_create_operator(session, operator_name, new.submitted_by)
     labels = {k: names.check(f"label {k!r}", str(v)) for k, v in (new.labels or {}).items() if v not in (None, "")}
+    if new.reused:  # kept with the submission: a replay of its Idempotency-Key links the same jobs
+        labels[REUSED_LABEL] = ",".join(f"{m}:{j}" for m, j in new.reused.items())
     sub = Submission(operator=operator_name, kind=checked.kind, filename=Path(new.filename).name, bundle_sha256=digest,
                      blob_path=rel, modes=modes, case_filter=list(new.cases), labels=labels,
                      branch=labels.get("branch"), commit=labels.get("commit"), author=labels.get("author"),
@@ -153,11 +166,17 @@ def create(session: Session, store: BlobStore, settings: Settings, new: NewSubmi
     jobs = [Job(submission_id=sub.id, operator_id=operator.id, mode=mode, queue=queues[mode],
                 timeout_s=bounds.job_time_limit_s(settings, n_cases), case_count=n_cases,
                 submitted_by=new.submitted_by, queued_at=utcnow(), priority=INTERACTIVE if new.interactive else 0)
-            for mode in modes]
+            for mode in to_run]
     session.add_all(jobs)
     session.flush()
     npu_wait.on_create(session, settings, jobs)  # awaiting_npu when no NPU worker is online
-    return sub, jobs, True
+    return sub, jobs + [j for j in map(lambda i: session.get(Job, i), new.reused.values()) if j], True
+
+
+def _reused_of(sub: Submission) -> dict[str, int]:
+    """mode -> the earlier job a submission linked instead of running (its REUSED_LABEL)."""
+    pairs = [p.split(":", 1) for p in str((sub.labels or {}).get(REUSED_LABEL) or "").split(",") if ":" in p]
+    return {m: int(j) for m, j in pairs if j.isdigit()}
 
 
 def _earlier(session: Session, new: NewSubmission) -> Submission | None:

@@ -279,7 +279,7 @@ def every_page(live: dict[str, Any]) -> list[tuple[str, str]]:
              ("error-404", "/jobs/999999"), ("error-404-unknown-url", "/no/such/page"),
              ("error-403", "/audit"), ("error-422", "/suites?since=forever"),
              ("error-422-compare-form", "/suite-runs?run=0&other=0"), ("error-404-suite-run", "/suite-runs/999999"),
-             ("error-404-compare", "/suite-runs/999999/compare/1"),
+             ("error-404-compare", "/suite-runs/999999/compare/1"), ("error-404-benchmark", "/benchmarks/no-such-suite"),
              ("error-404-operator", "/operators/" + "no_such_operator_" * 8)]
             + [(f"operator-{i}", f"/operators/{name}") for i, name in enumerate(operators)]
             + [(f"cases-{i}", f"/cases?operator={name}") for i, name in enumerate(("scale_add", seeding.LONG_NAME))]

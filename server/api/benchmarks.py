@@ -11,7 +11,7 @@ from server.services import benchmark_view
 router = APIRouter(prefix="/benchmarks", tags=["suites"])
 
 
-@router.get("/{suite}", response_model=BenchmarkRead, summary="A benchmark suite: tasks × runs, levels, disagreements")
-def read_benchmark(suite: str, caller: ReadCaller, session: SessionDep) -> BenchmarkRead:
+@router.get("/{name}", response_model=BenchmarkRead, summary="A benchmark suite: tasks × runs, levels, disagreements")
+def read_benchmark(name: str, caller: ReadCaller, session: SessionDep) -> BenchmarkRead:
     """Our verdict per task and run (newest first), the gym's own verdict, pass rates per level."""
-    return BenchmarkRead.model_validate(benchmark_view.as_dict(benchmark_view.view(session, suite)))
+    return BenchmarkRead.model_validate(benchmark_view.as_dict(benchmark_view.view(session, name)))

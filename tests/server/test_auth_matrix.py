@@ -39,7 +39,7 @@ ENDPOINTS = [
     ("POST", "/internal/jobs/{job_id}/heartbeat", "worker", {"json": {"attempt": 1}}),
     ("POST", "/internal/jobs/{job_id}/result", "worker", RESULT),
     ("GET", "/suites", "read", {}),
-    ("GET", "/benchmarks/{suite}", "read", {}),
+    ("GET", "/benchmarks/{name}", "read", {}),
     ("GET", "/suites/{name}", "read", {}),
     ("PATCH", "/suites/{name}", "admin", {"json": {"flaky_window": 5}}),
     ("POST", "/suite-runs", "submit", {"json": {"suite": "nightly", "run_key": "k1"}}),

@@ -410,10 +410,13 @@ class CaseRunner:
         assert self.warm is not None
         if self.sandbox_info is None:
             self.sandbox_info = report.get("isolation")
-        if any(isinstance(e, dict) and e.get("event") == "torch_npu" and e.get("standin") is True
-               for e in report.get("events", [])):
+        standin_events = [e for e in report.get("events", [])
+                          if isinstance(e, dict) and e.get("event") == "torch_npu" and e.get("standin") is True]
+        if standin_events:
             self.standin_used = True
         case = build(ctx, report)
+        case.cpu_references = [str(name)[:80] for e in standin_events if isinstance(e.get("references"), list)
+                               for name in e["references"]][:20]
         case.stages = [*self.shared_stages, *case.stages]
         if self.test_double:
             label_test_double(case)

@@ -199,7 +199,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
             unavailable.setdefault(str(gv["reason"]), []).append(case.case)
     for reason, cases in unavailable.items():
         _print_indented(console, f"graph verify unavailable ({_cases_text(cases, len(report.cases))}): {reason}", 0)
-    references: dict[str, list[str]] = {}  # a golden computed by the stand-in's CPU references (docs/realops.md §11)
+    references: dict[str, list[str]] = {}  # a golden computed by the stand-in's CPU references (docs/realops.md §12)
     for case in report.cases:
         if case.cpu_references:
             references.setdefault(", ".join(case.cpu_references), []).append(case.case)

@@ -551,7 +551,7 @@ def test_fused(device):
     torch_npu.npu.config.allow_internal_format = True  # before an NZ cast (gym quant_matmul_reduce_sum)
     x = torch.ones(4, device=device)
     assert torch_npu.Format.FRACTAL_NZ == 29
-    return torch_npu.npu_fused_infer_attention_score(x, x, x)  # no CPU reference (docs/realops.md §11)
+    return torch_npu.npu_fused_infer_attention_score(x, x, x)  # no CPU reference (docs/realops.md §12)
 '''
 
 

@@ -1,4 +1,4 @@
-"""The torch_npu stand-in's CPU references of fused ops (docs/realops.md §11), each against its documented
+"""The torch_npu stand-in's CPU references of fused ops (docs/realops.md §12), each against its documented
 definition worked by hand on small tensors, and their use through the stand-in."""
 from __future__ import annotations
 
@@ -142,3 +142,68 @@ def test_the_standin_serves_the_references_records_them_and_refuses_the_rest_as_
     first, second = proc.stdout.strip().splitlines()
     assert first == "True ['torch_npu.npu_rms_norm']"
     assert second == ("NeedsRealNpu the test calls torch_npu.npu_dynamic_quant(), which only a real NPU can run")
+
+
+GOLDEN = '''
+import torch
+import torch_npu
+
+
+def row_rms_golden(x, gamma):
+    """The model's RMSNorm as its goldens spell it: torch_npu's fused op (y, rstd), y kept."""
+    return torch_npu.npu_rms_norm(x, gamma, epsilon=1e-6)[0]
+'''
+
+IMPL = '''
+import pypto
+import torch
+
+ROW_TILE = 8
+
+
+@pypto.frontend.jit
+def row_rms_kernel(x: pypto.Tensor([], pypto.DT_FP16), gamma: pypto.Tensor([], pypto.DT_FP16),
+                   out: pypto.Tensor([], pypto.DT_FP16)):
+    hidden = x.shape[2]
+    pypto.set_vec_tile_shapes(1, ROW_TILE, hidden)
+    for i in pypto.loop(x.shape[1] // ROW_TILE, name="ROWS", idx_name="i"):
+        rows = pypto.cast(pypto.view(x, [1, ROW_TILE, hidden], [0, i * ROW_TILE, 0]), pypto.DT_FP32)
+        mean_sq = pypto.sum(rows * rows, dim=-1, keepdim=True) / float(hidden)
+        y = rows / pypto.sqrt(mean_sq + 1e-6) * pypto.cast(gamma, pypto.DT_FP32){wrong}
+        pypto.assemble(pypto.cast(y, pypto.DT_FP16), [0, i * ROW_TILE, 0], out)
+
+
+def row_rms_wrapper(x, gamma):
+    out = torch.empty_like(x)
+    row_rms_kernel(x, gamma, out)
+    return out
+'''
+
+CASES = '''{"op_name": "row_rms", "test_cases": [{"id": "rows_16x256", "seed": 5,
+  "inputs": [{"name": "x", "shape": [1, 16, 256], "dtype": "float16", "init": "randn"},
+             {"name": "gamma", "shape": [256], "dtype": "float16", "init": "randn"}],
+  "output": {"shape": [1, 16, 256], "dtype": "float16"}, "rtol": 1e-2, "atol": 1e-2}]}'''
+
+
+@pytest.mark.slow  # a real pypto compile
+@pytest.mark.parametrize("wrong, verdict", [("", "sim_garbage_graph_ok"), (" * 1.5", "graph_fail")])
+def test_a_golden_calling_npu_rms_norm_gets_graph_evidence_and_says_so(warm_sim, calculator_cache, tmp_path,
+                                                                        wrong, verdict):
+    from rich.console import Console
+
+    from runtime.cli.console import print_report
+    from runtime.runner import RunOptions, run_submission
+
+    pkg = tmp_path / "row_rms"
+    pkg.mkdir()
+    (pkg / "row_rms_golden.py").write_text(GOLDEN)
+    (pkg / "row_rms_impl.py").write_text(IMPL.replace("{wrong}", wrong))
+    (pkg / "test_cases.json").write_text(CASES)
+    report = run_submission(pkg, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w"), warm=warm_sim)
+    case = report.cases[0]
+    assert case.verdict == verdict, case.verdict_reason  # not sim_unsupported: the golden ran on the CPU
+    assert case.graph_verify["status"] == ("pass" if not wrong else "fail")
+    assert case.cpu_references == ["torch_npu.npu_rms_norm"]
+    console = Console(width=120, record=True, force_terminal=False)
+    print_report(report, console)
+    assert "golden via CPU reference of torch_npu.npu_rms_norm (rows_16x256)" in console.export_text()

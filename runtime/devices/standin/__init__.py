@@ -30,7 +30,7 @@ def used() -> bool:
 
 
 def references_used() -> list[str]:
-    """The torch_npu fused ops the job ran as the stand-in's CPU references (docs/realops.md §11), by name."""
+    """The torch_npu fused ops the job ran as the stand-in's CPU references (docs/realops.md §12), by name."""
     module = sys.modules.get("torch_npu")
     if module is None or not getattr(module, MARKER, False):
         return []

@@ -4,7 +4,7 @@ Importing it gives `torch.npu` (set_device, synchronize, current_device, device_
 is_available, current_stream) and maps every `npu` device to the CPU: `npu:N`,
 `torch.device("npu", N)`, `device=` arguments of factories, `.to(...)` and `.npu()`. Moving a
 tensor to `npu` copies it, as a host-to-device copy does. A fused op (`torch_npu.npu_*`) that goldens
-call runs as a CPU reference of its documented semantics (`_references`, docs/realops.md §11), and the
+call runs as a CPU reference of its documented semantics (`_references`, docs/realops.md §12), and the
 job's report names it; any other fused op cannot be honoured on a CPU: calling one raises NeedsRealNpu
 naming the call. Any other public name of
 `torch.npu` or `torch_npu` the stand-in lacks (`torch.npu.NPUGraph`, `torch.npu.graph`: graph capture)

@@ -1,5 +1,5 @@
 """CPU references of torch_npu fused ops that goldens call, from torch_npu's documented semantics
-(docs/realops.md §11): outputs, dtypes and the returned tuple as the NPU gives them, computed in float32.
+(docs/realops.md §12): outputs, dtypes and the returned tuple as the NPU gives them, computed in float32.
 
 An argument the reference does not cover (another quant dtype, int4 packed in int32, an NZ weight) raises
 NeedsRealNpu naming the op and the argument, as an op without a reference does.

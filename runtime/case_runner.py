@@ -56,6 +56,9 @@ class RunOptions:
     device_id: int | None = None
     graph_verify: bool = True
     verify_passes: bool = False
+    # graph verify's predicted memory per launch above which it runs on row slices (docs/pypto.md §9);
+    # None: a quarter of memory_bytes
+    graph_slice_bytes: int | None = None
     isolate_network: bool = True
     drop_privileges: bool = True
     cache_dir: Path | None = None  # where the graph-verify calculator is cached
@@ -200,8 +203,10 @@ class CaseRunner:
 
     def _graph_verify_config(self) -> dict[str, Any]:
         enabled = self.options.graph_verify and self.options.mode == "sim"
+        slice_bytes = self.options.graph_slice_bytes
         return {"enabled": enabled, "verify_passes": self.options.verify_passes,
-                "cache_dir": str(self.options.cache_dir) if self.options.cache_dir else None}
+                "cache_dir": str(self.options.cache_dir) if self.options.cache_dir else None,
+                "slice_budget_bytes": self.options.memory_bytes // 4 if slice_bytes is None else slice_bytes}
 
     def _jobs(self, specs: list[Any], requests: list[dict[str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
         """The cases up to options.parallel at once, then those too large to share the host one at a time
@@ -417,6 +422,10 @@ class CaseRunner:
         case = build(ctx, report)
         case.cpu_references = [str(name)[:80] for e in standin_events if isinstance(e.get("references"), list)
                                for name in e["references"]][:20]
+        sliced = [e for e in report.get("events", []) if isinstance(e, dict) and e.get("event") == "graph_row_slices"]
+        if sliced and case.graph_verify is not None:  # graph verify ran on row slices (docs/pypto.md §9)
+            case.graph_verify["row_slices"] = [{k: e.get(k) for k in ("kernel", "dim", "rows", "slices")}
+                                               for e in sliced][:8]
         case.stages = [*self.shared_stages, *case.stages]
         if self.test_double:
             label_test_double(case)

@@ -102,7 +102,9 @@ def run(warm: WarmParent, rows: int, hidden: int, memory_gib: float, graph: bool
     case = report.cases[0]
     first = rec.raw[0] if rec.raw else {}  # the graph-verify job (a plain SIM re-run may follow)
     limit = (first.get("resource_limit") or {}).get("limit")
+    cuts = (case.graph_verify or {}).get("row_slices") or []
     return {"peak_gib": (first.get("peak_memory_bytes") or 0) / 2**30, "verdict": case.verdict,
+            "slices": f", {cuts[0]['slices']} row slices of {cuts[0]['rows']}" if cuts else "",
             "graph": (case.graph_verify or {}).get("status"), "stopped": limit or "", "jobs": len(rec.raw),
             "s": case.duration_s}
 
@@ -126,7 +128,7 @@ def main() -> None:
             stopped = f", stopped at its {got['stopped']} limit" if got["stopped"] else ""
             print(f"{f'[1, {rows}, {args.hidden}]':<18}{x_bytes / 2**20:>7.1f}{got['peak_gib']:>10.2f}"
                   f"{ratio:>8.0f}x{'' if plain is None else f'{plain:>10.2f}':>10}  {got['verdict']} "
-                  f"({got['graph']}{stopped}, {got['s']:.0f} s)", flush=True)
+                  f"({got['graph']}{got['slices']}{stopped}, {got['s']:.0f} s)", flush=True)
     print(f"summary: {len(ratios)} shapes, graph verify peak {min(ratios):.0f}x to {max(ratios):.0f}x the bytes of x "
           f"(memory limit {args.memory:g} GiB)")
 

@@ -106,7 +106,8 @@ def row_loop(fn: Any) -> RowLoop | None:
     if found is None:
         return None
     loop, params, env = found
-    count = loop.iter.args[0] if _pypto_call(loop.iter, "loop") and loop.iter.args else None  # type: ignore[attr-defined]
+    walk = loop.iter
+    count = walk.args[0] if isinstance(walk, ast.Call) and _pypto_call(walk, "loop") and walk.args else None
     if not isinstance(loop.target, ast.Name) or not (isinstance(count, ast.BinOp)
                                                      and isinstance(count.op, ast.FloorDiv)):
         return None

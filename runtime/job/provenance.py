@@ -33,8 +33,10 @@ def _before_slices(rec: instrument.Recorder, out: torch.Tensor) -> torch.Tensor 
     for launch in rec.launches:
         for arg, storage in enumerate(launch.storages):
             part, view = launch.before[arg], launch.args[arg]
+            if storage != sid or part is None or view.dtype != out.dtype or not view.is_contiguous():
+                continue
             start = (view.data_ptr() - out.data_ptr()) // size
-            if storage != sid or part is None or not view.is_contiguous() or not 0 <= start <= out.numel() - part.numel():
+            if not 0 <= start <= out.numel() - part.numel():
                 continue
             todo = ~filled[start:start + part.numel()]
             whole[start:start + part.numel()][todo] = part.reshape(-1).to(whole.dtype)[todo]

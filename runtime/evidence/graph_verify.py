@@ -156,8 +156,10 @@ class GraphRun:
         kernel's loop makes independent (runtime.evidence.row_slices); NOT_SLICED for any other."""
         from runtime.evidence import instrument, row_slices
 
-        plan = None if self.chunk_goldens is not None else row_slices.plan(
-            wrapper, args, list(self.rec.goldens or []), self.slice_budget)
+        # Packages only: a script's asserts are matched to one launch's output by value (instrument._output_holding),
+        # which a sliced output is not; a script's launch keeps the memory rule (docs/pypto.md §9).
+        sliceable = self.chunk_goldens is None and not self.rec.graph_on
+        plan = row_slices.plan(wrapper, args, list(self.rec.goldens or []), self.slice_budget) if sliceable else None
         if plan is None:
             return instrument.NOT_SLICED
         self.rec.events.emit("graph_row_slices", kernel=getattr(wrapper, "__name__", "kernel"), dim=plan.dim,

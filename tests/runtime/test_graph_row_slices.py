@@ -109,3 +109,33 @@ def test_a_launch_over_its_graph_budget_is_verified_on_row_slices(warm_sim, calc
     console = Console(width=200, record=True, force_terminal=False)
     print_report(report, console)
     assert "graph verify on row slices: row_rms_kernel launched 2 times on 8 rows of dim 1" in console.export_text()
+
+
+MODULE_TEST = '''
+
+def test_rows(device):
+    import torch_npu
+    from numpy.testing import assert_allclose
+    torch.manual_seed(3)
+    x = torch.randn(1, 32, 256, dtype=torch.float16).to(device)
+    gamma = torch.randn(256, dtype=torch.float16).to(device)
+    out = row_rms_wrapper(x, gamma)
+    golden = torch_npu.npu_rms_norm(x, gamma, epsilon=1e-6)[0]
+    assert_allclose(out.float().cpu().numpy(), golden.float().cpu().numpy(), rtol=1e-2, atol=1e-2)
+'''
+
+
+@pytest.mark.slow  # a real pypto compile
+def test_a_test_modules_launch_stays_whole_and_its_npu_golden_judges_the_graph(warm_sim, calculator_cache, tmp_path):
+    """A script's asserts are matched to one launch's output by value: a sliced output would read as no compare
+    (tried), so a module's launch is never sliced; its golden by torch_npu.npu_rms_norm judges the graph's result."""
+    from runtime.runner import RunOptions, run_submission
+    from tests.runtime.test_standin_references import IMPL
+
+    path = tmp_path / "test_rows.py"
+    path.write_text(IMPL.replace("{wrong}", "") + MODULE_TEST)
+    options = RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w", graph_slice_bytes=1)
+    case = run_submission(path, options, warm=warm_sim).cases[0]
+    assert case.verdict == "sim_garbage_graph_ok", case.verdict_reason
+    assert case.kernel_launches == 1 and "row_slices" not in case.graph_verify
+    assert case.cpu_references == ["torch_npu.npu_rms_norm"]

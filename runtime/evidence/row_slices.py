@@ -18,8 +18,8 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-# Measured (bench/graph_verify_memory.py): graph verify's memory over plain SIM's, per loop iteration, is
-# about 2.65 x the bytes of the launch's tensors (x, gamma and out of an fp16 rms_norm: 5.3 x the bytes of x).
+# Measured (docs/pypto.md §9, bench/graph_verify_memory.py --plain): graph verify's memory over plain SIM's, per
+# loop iteration, is about 2.65 x the bytes of the launch's tensors (x, gamma and out of an fp16 rms_norm).
 GRAPH_BYTES_FACTOR = 2.65
 
 

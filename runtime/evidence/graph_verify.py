@@ -150,7 +150,6 @@ class GraphRun:
             self.assigned.append({"arg": i, "name": names[i], "golden": match})
         return entries
 
-
     def slice_launch(self, wrapper: Any, args: tuple[Any, ...], kwargs: dict[str, Any], launch: Any) -> Any:
         """A launch whose tensor graph the calculator could not hold, run as launches on row slices the
         kernel's loop makes independent (runtime.evidence.row_slices); NOT_SLICED for any other."""

@@ -1,4 +1,4 @@
-"""Graph verify's peak memory against the case's tensor bytes, at model shapes (docs/pypto.md §9).
+"""Graph verify's peak memory against the case's tensor bytes, at model shapes (docs/pypto.md §10).
 
     python bench/graph_verify_memory.py [--rows 128 512 1024] [--hidden 3072] [--memory GIB] [--plain]
 

@@ -56,7 +56,7 @@ class RunOptions:
     device_id: int | None = None
     graph_verify: bool = True
     verify_passes: bool = False
-    # graph verify's predicted memory per launch above which it runs on row slices (docs/pypto.md §9);
+    # graph verify's predicted memory per launch above which it runs on row slices (docs/pypto.md §10);
     # None: a quarter of memory_bytes
     graph_slice_bytes: int | None = None
     isolate_network: bool = True
@@ -423,7 +423,7 @@ class CaseRunner:
         case.cpu_references = [str(name)[:80] for e in standin_events if isinstance(e.get("references"), list)
                                for name in e["references"]][:20]
         sliced = [e for e in report.get("events", []) if isinstance(e, dict) and e.get("event") == "graph_row_slices"]
-        if sliced and case.graph_verify is not None:  # graph verify ran on row slices (docs/pypto.md §9)
+        if sliced and case.graph_verify is not None:  # graph verify ran on row slices (docs/pypto.md §10)
             case.graph_verify["row_slices"] = [{k: e.get(k) for k in ("kernel", "dim", "rows", "slices")}
                                                for e in sliced][:8]
         case.stages = [*self.shared_stages, *case.stages]

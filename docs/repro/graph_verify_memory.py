@@ -1,4 +1,4 @@
-"""docs/pypto.md §9: where graph verify's memory goes, one call of a row-walking fp16 rms_norm in a bare process.
+"""docs/pypto.md §10: where graph verify's memory goes, one call of a row-walking fp16 rms_norm in a bare process.
 
 Usage: python docs/repro/graph_verify_memory.py ROWS [HIDDEN] [OPTION=JSON ...]
   e.g. python docs/repro/graph_verify_memory.py 512 3072

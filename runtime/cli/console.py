@@ -205,7 +205,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
             references.setdefault(", ".join(case.cpu_references), []).append(case.case)
     for ops, cases in references.items():
         _print_indented(console, f"golden via CPU reference of {ops} ({_cases_text(cases, len(report.cases))})", 0)
-    for case in report.cases:  # graph verify's memory at model shapes (docs/pypto.md §9)
+    for case in report.cases:  # graph verify's memory at model shapes (docs/pypto.md §10)
         for cut in (case.graph_verify or {}).get("row_slices") or []:
             _print_indented(console, f"{case.case}: graph verify on row slices: {cut.get('kernel')} launched "
                                      f"{cut.get('slices')} times on {cut.get('rows')} rows of dim {cut.get('dim')}, "

@@ -156,7 +156,7 @@ class GraphRun:
         from runtime.evidence import instrument, row_slices
 
         # Packages only: a script's asserts are matched to one launch's output by value (instrument._output_holding),
-        # which a sliced output is not; a script's launch keeps the memory rule (docs/pypto.md §9).
+        # which a sliced output is not; a script's launch keeps the memory rule (docs/pypto.md §10).
         sliceable = self.chunk_goldens is None and not self.rec.graph_on
         plan = row_slices.plan(wrapper, args, list(self.rec.goldens or []), self.slice_budget) if sliceable else None
         if plan is None:

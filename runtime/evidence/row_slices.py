@@ -1,4 +1,4 @@
-"""Graph verify on row slices, for launches whose tensor graph the calculator cannot hold (docs/pypto.md §9).
+"""Graph verify on row slices, for launches whose tensor graph the calculator cannot hold (docs/pypto.md §10).
 
 pypto 0.2.0's calculator keeps about GRAPH_BYTES_FACTOR x the launch's tensor bytes per loop iteration
 until the call returns, so its memory grows with rows squared at a fixed row tile: a `[1, 4096, 3072]`
@@ -18,7 +18,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-# Measured (docs/pypto.md §9, bench/graph_verify_memory.py --plain): graph verify's memory over plain SIM's, per
+# Measured (docs/pypto.md §10, bench/graph_verify_memory.py --plain): graph verify's memory over plain SIM's, per
 # loop iteration, is about 2.65 x the bytes of the launch's tensors (x, gamma and out of an fp16 rms_norm).
 GRAPH_BYTES_FACTOR = 2.65
 

@@ -1,4 +1,4 @@
-"""Graph verify on row slices (docs/pypto.md §9): which kernels the source proves row-independent, how many
+"""Graph verify on row slices (docs/pypto.md §10): which kernels the source proves row-independent, how many
 rows a slice gets, and a sliced run's graph evidence."""
 from __future__ import annotations
 

@@ -25,6 +25,7 @@ from runtime.fence.jobenv import JobDirs, job_environment
 from runtime.fence.jobfiles import JobFiles
 from runtime.lint import GOLDEN_FALLBACK, VERSION_SKEW_RULES
 from runtime.judge.outcome import JobContext, build
+from runtime.judge import labels
 from runtime.judge.reruns import label_test_double, memory_of_graph_verify
 from runtime.report import CaseResult, Diagnosis, ErrorInfo, LintFinding, Stage
 from runtime.fence.sandbox import Limits
@@ -56,9 +57,7 @@ class RunOptions:
     device_id: int | None = None
     graph_verify: bool = True
     verify_passes: bool = False
-    # graph verify's predicted memory per launch above which it runs on row slices (docs/pypto.md §10);
-    # None: a quarter of memory_bytes
-    graph_slice_bytes: int | None = None
+    graph_slice_bytes: int | None = None  # graph bytes above which a launch runs on row slices; None: memory / 4
     isolate_network: bool = True
     drop_privileges: bool = True
     cache_dir: Path | None = None  # where the graph-verify calculator is cached
@@ -203,10 +202,10 @@ class CaseRunner:
 
     def _graph_verify_config(self) -> dict[str, Any]:
         enabled = self.options.graph_verify and self.options.mode == "sim"
-        slice_bytes = self.options.graph_slice_bytes
+        cut = self.options.graph_slice_bytes  # docs/pypto.md §10
         return {"enabled": enabled, "verify_passes": self.options.verify_passes,
                 "cache_dir": str(self.options.cache_dir) if self.options.cache_dir else None,
-                "slice_budget_bytes": self.options.memory_bytes // 4 if slice_bytes is None else slice_bytes}
+                "slice_budget_bytes": self.options.memory_bytes // 4 if cut is None else cut}
 
     def _jobs(self, specs: list[Any], requests: list[dict[str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
         """The cases up to options.parallel at once, then those too large to share the host one at a time
@@ -415,17 +414,11 @@ class CaseRunner:
         assert self.warm is not None
         if self.sandbox_info is None:
             self.sandbox_info = report.get("isolation")
-        standin_events = [e for e in report.get("events", [])
-                          if isinstance(e, dict) and e.get("event") == "torch_npu" and e.get("standin") is True]
-        if standin_events:
+        if any(isinstance(e, dict) and e.get("event") == "torch_npu" and e.get("standin") is True
+               for e in report.get("events", [])):
             self.standin_used = True
         case = build(ctx, report)
-        case.cpu_references = [str(name)[:80] for e in standin_events if isinstance(e.get("references"), list)
-                               for name in e["references"]][:20]
-        sliced = [e for e in report.get("events", []) if isinstance(e, dict) and e.get("event") == "graph_row_slices"]
-        if sliced and case.graph_verify is not None:  # graph verify ran on row slices (docs/pypto.md §10)
-            case.graph_verify["row_slices"] = [{k: e.get(k) for k in ("kernel", "dim", "rows", "slices")}
-                                               for e in sliced][:8]
+        labels.add(case, report.get("events", []))
         case.stages = [*self.shared_stages, *case.stages]
         if self.test_double:
             label_test_double(case)

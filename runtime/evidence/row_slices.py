@@ -78,11 +78,12 @@ def _setup(stmt: ast.stmt) -> bool:
         return (isinstance(value, ast.Constant) or isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
                 and value.func.attr.startswith("set_"))
     if isinstance(stmt, ast.Assign):
-        return not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) for n in ast.walk(stmt.value))
+        return all(isinstance(t, ast.Name) for t in stmt.targets) and not any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) for n in ast.walk(stmt.value))
     return False
 
 
-def _loop(fn: Any) -> tuple[ast.For, list[str], dict[str, Any]] | None:
+def _loop(fn: Any) -> tuple[ast.For, list[ast.stmt], list[str], dict[str, Any]] | None:
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
@@ -97,7 +98,7 @@ def _loop(fn: Any) -> tuple[ast.For, list[str], dict[str, Any]] | None:
     if any(isinstance(n, (ast.For, ast.While, ast.If, ast.IfExp, ast.Return)) for s in loops[0].body
            for n in ast.walk(s)):
         return None
-    return loops[0], [a.arg for a in func.args.args], dict(getattr(fn, "__globals__", {}))
+    return loops[0], rest, [a.arg for a in func.args.args], dict(getattr(fn, "__globals__", {}))
 
 
 def row_loop(fn: Any) -> RowLoop | None:
@@ -105,7 +106,7 @@ def row_loop(fn: Any) -> RowLoop | None:
     found = _loop(fn)
     if found is None:
         return None
-    loop, params, env = found
+    loop, rest, params, env = found
     walk = loop.iter
     count = walk.args[0] if isinstance(walk, ast.Call) and _pypto_call(walk, "loop") and walk.args else None
     if not isinstance(loop.target, ast.Name) or not (isinstance(count, ast.BinOp)
@@ -115,6 +116,9 @@ def row_loop(fn: Any) -> RowLoop | None:
     if walked is None or not tile or tile <= 0:
         return None
     var, dim = loop.target.id, walked[1]
+    if any(shape is not None and shape[1] == dim for stmt in rest for shape in map(lambda n: _shape_dim(n, params),
+                                                                                  ast.walk(stmt))):
+        return None  # the walked size bound outside the loop (`n = x.shape[1]`): a slice would change it
     sliced: set[str] = set()
     allowed: set[int] = set()  # the Name nodes of sliced tensors in their view/assemble slot
     for node in (n for s in loop.body for n in ast.walk(s)):
@@ -194,6 +198,8 @@ def plan(wrapper: Any, args: tuple[Any, ...], goldens: list[Any], budget_bytes: 
     lead = tuple(tensors[loop.sliced[0]].shape[: loop.dim + 1])
     if any(tuple(tensors[n].shape[: loop.dim + 1]) != lead for n in loop.sliced) or any(s != 1 for s in lead[:-1]):
         return None  # slices of other than the outermost walked dim would not be contiguous
+    if any(n not in loop.sliced and tuple(t.shape[: loop.dim + 1]) == lead for n, t in tensors.items()):
+        return None  # a tensor of the same rows used whole (`out[:] = ...`) would see only its slice's rows
     launch_bytes = sum(t.numel() * t.element_size() for t in tensors.values())
     rows = rows_per_slice(lead[-1], loop.tile, launch_bytes, budget_bytes)
     if rows is None:

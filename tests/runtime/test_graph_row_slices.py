@@ -17,7 +17,7 @@ ROW_TILE = 8
 
 
 def {name}(x, gamma, out):
-    hidden = x.shape[2]
+    hidden = x.shape[2]{setup}
     pypto.set_vec_tile_shapes(1, ROW_TILE, hidden)
     for i in pypto.loop({count}, name="ROWS", idx_name="i"):
         rows = pypto.cast(pypto.view(x, [1, ROW_TILE, hidden], [0, {offset}, 0]), pypto.DT_FP32)
@@ -31,11 +31,14 @@ VARIANTS = {  # name: (loop count, view offset in dim 1, an extra term); the ker
     "shifted_rows": ("x.shape[1] // ROW_TILE", "i * ROW_TILE + 1", ""),
     "walked_size_read": ("x.shape[1] // ROW_TILE", "i * ROW_TILE", " * x.shape[1]"),
     "other_tile": ("x.shape[1] // ROW_TILE", "i * 16", ""),
+    "walked_size_bound_outside": ("x.shape[1] // ROW_TILE", "i * ROW_TILE", " / total"),
 }
 
 
 def _kernels(tmp_path: Path) -> ModuleType:
-    source = "".join(ROWS.format(name=name, count=c, offset=o, extra=e) for name, (c, o, e) in VARIANTS.items())
+    source = "".join(ROWS.format(name=name, count=c, offset=o, extra=e,
+                                 setup="\n    total = x.shape[1]" if name.endswith("outside") else "")
+                     for name, (c, o, e) in VARIANTS.items())
     path = tmp_path / "row_kernels.py"
     path.write_text(textwrap.dedent(source))
     spec = importlib.util.spec_from_file_location("row_kernels", path)
@@ -80,6 +83,8 @@ def test_the_plan_slices_the_walked_tensors_and_their_goldens_and_keeps_the_rest
     assert row_slices.plan(_Wrapper(kernels.rows), (x, gamma, out), [golden], budget_bytes=2**30) is None
     wide = torch.zeros(2, 64, 32)  # slices of dim 1 under a leading 2 would not be contiguous
     assert row_slices.plan(_Wrapper(kernels.rows), (wide, gamma, wide), [], budget_bytes=1) is None
+    rowed_gamma = torch.ones(1, 64, 32)  # a tensor of the same rows the loop does not slice: used whole
+    assert row_slices.plan(_Wrapper(kernels.rows), (x, rowed_gamma, out), [], budget_bytes=1) is None
 
 
 @pytest.mark.slow  # real pypto compiles

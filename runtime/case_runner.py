@@ -27,6 +27,7 @@ from runtime.fence.jobfiles import JobFiles
 from runtime.lint import GOLDEN_FALLBACK, VERSION_SKEW_RULES, vec_tile_plans
 from runtime.judge import pitfalls
 from runtime.judge.outcome import JobContext, build
+from runtime.judge import labels
 from runtime.judge.reruns import label_test_double, memory_of_graph_verify
 from runtime.report import CaseResult, Diagnosis, ErrorInfo, LintFinding, Stage
 from runtime.fence.sandbox import Limits
@@ -58,6 +59,7 @@ class RunOptions:
     device_id: int | None = None
     graph_verify: bool = True
     verify_passes: bool = False
+    graph_slice_bytes: int | None = None  # graph bytes above which a launch runs on row slices; None: memory / 4
     isolate_network: bool = True
     drop_privileges: bool = True
     cache_dir: Path | None = None  # where the graph-verify calculator is cached
@@ -211,8 +213,10 @@ class CaseRunner:
 
     def _graph_verify_config(self) -> dict[str, Any]:
         enabled = self.options.graph_verify and self.options.mode == "sim"
+        cut = self.options.graph_slice_bytes  # docs/pypto.md §10
         return {"enabled": enabled, "verify_passes": self.options.verify_passes,
-                "cache_dir": str(self.options.cache_dir) if self.options.cache_dir else None}
+                "cache_dir": str(self.options.cache_dir) if self.options.cache_dir else None,
+                "slice_budget_bytes": self.options.memory_bytes // 4 if cut is None else cut}
 
     def _jobs(self, specs: list[Any], requests: list[dict[str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
         """The cases up to options.parallel at once, then those too large to share the host one at a time
@@ -426,6 +430,7 @@ class CaseRunner:
                for e in report.get("events", [])):
             self.standin_used = True
         case = pitfalls.annotate(build(ctx, report), self.findings, ctx.mode, self.tile_plans)
+        labels.add(case, report.get("events", []))
         case.stages = [*self.shared_stages, *case.stages]
         if self.sub.task:
             kernelbench.judge(case, report.get("events") or [])  # the gym's cheat rules (docs/kernelbench.md §3)

@@ -123,6 +123,8 @@ class CaseResult:
     version_skew: dict[str, Any] | None = None
     # A sim_unsupported case: what this host's SIM lacks (runtime.judge.simgap); no kernel defect
     sim_gap: str | None = None
+    # torch_npu fused ops the golden (or test) ran as the SIM stand-in's CPU references (docs/realops.md §12)
+    cpu_references: list[str] = field(default_factory=list)
 
     @field_validator("verdict")
     @classmethod

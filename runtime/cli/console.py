@@ -199,6 +199,17 @@ def print_report(report: Report, console: Console | None = None) -> None:
             unavailable.setdefault(str(gv["reason"]), []).append(case.case)
     for reason, cases in unavailable.items():
         _print_indented(console, f"graph verify unavailable ({_cases_text(cases, len(report.cases))}): {reason}", 0)
+    references: dict[str, list[str]] = {}  # a golden computed by the stand-in's CPU references (docs/realops.md §12)
+    for case in report.cases:
+        if case.cpu_references:
+            references.setdefault(", ".join(case.cpu_references), []).append(case.case)
+    for ops, cases in references.items():
+        _print_indented(console, f"golden via CPU reference of {ops} ({_cases_text(cases, len(report.cases))})", 0)
+    for case in report.cases:  # graph verify's memory at model shapes (docs/pypto.md §10)
+        for cut in (case.graph_verify or {}).get("row_slices") or []:
+            _print_indented(console, f"{case.case}: graph verify on row slices: {cut.get('kernel')} launched "
+                                     f"{cut.get('slices')} times on {cut.get('rows')} rows of dim {cut.get('dim')}, "
+                                     "which its loop makes independent", 0)
     grouped, noise = _group_diagnoses(report)
     if grouped:
         console.print("[bold]diagnosis[/]")

@@ -110,7 +110,7 @@ class GraphRun:
     """Per-job state: which arguments get goldens, and the goldens kept alive for pypto."""
 
     def __init__(self, rec: Any, output_args: list[int | str] | None, tolerance: tuple[float, float],
-                 verify_passes: bool):
+                 verify_passes: bool, slice_budget: int | None = None):
         self.rec = rec
         self.output_args = output_args
         self.tolerance = tolerance
@@ -118,6 +118,8 @@ class GraphRun:
         self.check_passes = False  # the first call checks the tensor graph only; see child._verify_passes
         self.registered: list[Any] = []  # pypto keeps raw pointers: hold the tensors
         self.assigned: list[dict[str, Any]] = []
+        self.slice_budget = int(slice_budget or 0)  # predicted graph bytes above which a launch is sliced
+        self.chunk_goldens: list[Any] | None = None  # the goldens of the row slice being launched
 
     def before_launch(self, wrapper: Any, tensors: list[Any]) -> None:
         import pypto
@@ -144,7 +146,7 @@ class GraphRun:
         else:
             input_ids = {instrument.storage_id(t) for t in self.rec.inputs}
             outputs = [i for i, t in enumerate(tensors) if instrument.storage_id(t) not in input_ids]
-        goldens = list(self.rec.goldens or [])
+        goldens = list(self.rec.goldens or []) if self.chunk_goldens is None else self.chunk_goldens
         entries: list[Any] = [None] * len(tensors)
         used: set[int] = set()
         for i in outputs:
@@ -156,6 +158,28 @@ class GraphRun:
             entries[i] = goldens[match].to(tensors[i].dtype).contiguous()
             self.assigned.append({"arg": i, "name": names[i], "golden": match})
         return entries
+
+    def slice_launch(self, wrapper: Any, args: tuple[Any, ...], kwargs: dict[str, Any], launch: Any) -> Any:
+        """A launch whose tensor graph the calculator could not hold, run as launches on row slices the
+        kernel's loop makes independent (runtime.evidence.row_slices); NOT_SLICED for any other."""
+        from runtime.evidence import instrument, row_slices
+
+        # Packages only: a script's asserts are matched to one launch's output by value (instrument._output_holding),
+        # which a sliced output is not; a script's launch keeps the memory rule (docs/pypto.md §10).
+        sliceable = self.chunk_goldens is None and not self.rec.graph_on
+        plan = row_slices.plan(wrapper, args, list(self.rec.goldens or []), self.slice_budget) if sliceable else None
+        if plan is None:
+            return instrument.NOT_SLICED
+        self.rec.events.emit("graph_row_slices", kernel=getattr(wrapper, "__name__", "kernel"), dim=plan.dim,
+                             rows=plan.rows, slices=len(plan.chunks))
+        result = None
+        for chunk_args, chunk_goldens in plan.chunks:
+            self.chunk_goldens = chunk_goldens
+            try:
+                result = launch(wrapper, *chunk_args, **kwargs)
+            finally:
+                self.chunk_goldens = None
+        return result
 
 
 def _param_names(wrapper: Any, count: int) -> list[str]:
@@ -180,8 +204,9 @@ def install(rec: Any, cfg: dict[str, Any], output_args: list[int | str] | None,
         JitCallableWrapper._setup_verify_data = staticmethod(_setup_verify_data_cpu)
     if rec.launch_seal is not None:
         rec.launch_seal.allow(JitCallableWrapper, "_setup_verify_data")
-    run = GraphRun(rec, output_args, tolerance, bool(cfg.get("verify_passes")))
+    run = GraphRun(rec, output_args, tolerance, bool(cfg.get("verify_passes")), cfg.get("slice_budget_bytes"))
     rec.before_launch.append(run.before_launch)
+    rec.slice_launch = run.slice_launch
     return run, None
 
 
@@ -189,6 +214,7 @@ def remove(rec: Any, run: GraphRun) -> None:
     """Stop verifying further launches (the retry without graph verify after an error)."""
     if run.before_launch in rec.before_launch:
         rec.before_launch.remove(run.before_launch)
+    rec.slice_launch = None
     import pypto
 
     pypto.set_verify_options(enable_pass_verify=False)

@@ -50,6 +50,8 @@ class Recorder:
         self.goldens: list[torch.Tensor] | None = None
         self.observing = True  # off while timing: launches then run bare (mode still forced)
         self.graph_on = False  # scripts under graph verify: asserts judge the graph's result
+        # under graph verify: launches the calculator could not hold, run on row slices (runtime.evidence.row_slices)
+        self.slice_launch: Callable[..., Any] | None = None
         self.watch_calculator_limits = False  # under graph verify: note what it gets wrong (dtype_views, loop_carried)
         self.launch_seal: launch_seal.Seal | None = None  # pypto's launch code as it was (runtime.evidence.launch_seal)
 
@@ -123,6 +125,9 @@ def _last_output_dir() -> str:
         return ""
 
 
+NOT_SLICED = object()  # what Recorder.slice_launch returns for a launch it leaves whole
+
+
 def install(mode: str, events: Events) -> Recorder:
     """Patch pypto's jit wrapper and the usual assert helpers. Idempotent per process."""
     global _recorder
@@ -156,6 +161,10 @@ def _patch_jit(rec: Recorder, events: Events) -> None:
         seal.concurrent("before", len(rec.launches))
         if not rec.observing:
             return original(self, *args, **kwargs)
+        if rec.slice_launch is not None:
+            sliced = rec.slice_launch(self, args, kwargs, launch)
+            if sliced is not NOT_SLICED:
+                return sliced
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         for hook in rec.before_launch:
             hook(self, tensors)

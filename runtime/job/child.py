@@ -76,7 +76,7 @@ def main(req: dict[str, Any], events_fd: int) -> NoReturn:
     finally:
         try:
             if standin.used():
-                events.emit("torch_npu", standin=True)
+                events.emit("torch_npu", standin=True, references=standin.references_used())
             events.emit("integrity", **integrity.check())
         except BaseException:  # noqa: BLE001 - the leader counts a missing report against the job
             pass

@@ -50,12 +50,12 @@ def test_standin_fused_op_fails_with_one_line_naming_the_call():
         from runtime.devices import standin
         standin.offer()
         import torch, torch_npu
-        from torch_npu import npu_rms_norm
-        npu_rms_norm(torch.ones(2), torch.ones(2))
+        from torch_npu import npu_fused_infer_attention_score
+        npu_fused_infer_attention_score(torch.ones(2), torch.ones(2))
     """)
     assert proc.returncode != 0
     last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith("torch_npu.NeedsRealNpu: torch_npu.npu_rms_norm() needs a real NPU"), last
+    assert last.startswith("torch_npu.NeedsRealNpu: torch_npu.npu_fused_infer_attention_score() needs a real NPU"), last
 
 
 def test_npu_mode_refuses_the_standin():
@@ -551,7 +551,7 @@ def test_fused(device):
     torch_npu.npu.config.allow_internal_format = True  # before an NZ cast (gym quant_matmul_reduce_sum)
     x = torch.ones(4, device=device)
     assert torch_npu.Format.FRACTAL_NZ == 29
-    return torch_npu.npu_rms_norm(x, x)
+    return torch_npu.npu_fused_infer_attention_score(x, x, x)  # no CPU reference (docs/realops.md §12)
 '''
 
 
@@ -563,8 +563,9 @@ def test_a_fused_torch_npu_op_is_sim_unsupported_with_one_line_naming_it(warm_si
     case = report.cases[0]
     assert case.verdict == "sim_unsupported", case.verdict_reason
     assert case.error.type == "NeedsRealNpu"
-    assert case.error.message == "torch_npu.npu_rms_norm() needs a real NPU: the SIM stand-in for torch_npu cannot run it"
-    assert "torch_npu.npu_rms_norm()" in case.sim_gap  # SIM cannot judge it: no kernel defect (exit 3)
+    assert case.error.message == ("torch_npu.npu_fused_infer_attention_score() needs a real NPU: the SIM stand-in for "
+                                  "torch_npu cannot run it")
+    assert "torch_npu.npu_fused_infer_attention_score()" in case.sim_gap  # SIM cannot judge it: no kernel defect (exit 3)
     assert exit_codes.of_cases(report.cases, "sim") == exit_codes.INFRA
 
 

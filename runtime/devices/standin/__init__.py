@@ -27,3 +27,11 @@ def used() -> bool:
     """Whether the job imported the stand-in (rather than merely having it offered)."""
     module = sys.modules.get("torch_npu")
     return bool(module is not None and getattr(module, MARKER, False))
+
+
+def references_used() -> list[str]:
+    """The torch_npu fused ops the job ran as the stand-in's CPU references (docs/realops.md §12), by name."""
+    module = sys.modules.get("torch_npu")
+    if module is None or not getattr(module, MARKER, False):
+        return []
+    return [f"torch_npu.{name}" for name in getattr(module, "REFERENCES_USED", []) if isinstance(name, str)]

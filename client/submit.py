@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from runtime.intake import archive
-from runtime import exit_codes
+from runtime import exit_codes, vocabulary
 from runtime.modes import MODES
 from runtime.devices.pypto_api import version_argument
 from client import tokens
@@ -311,6 +311,7 @@ def _report(server: Server, submission_id: int, jobs: list[dict[str, Any]], json
             print_report(from_dict(report), out)
         colour = "bold green" if code == exit_codes.OK else "bold red"
         err.print(f"[{colour}]job {job['id']} ({job['mode']}):[/] {escape(words)}", soft_wrap=True)
+        err.print(f"  {server.url.rstrip('/')}/jobs/{job['id']}", highlight=False, soft_wrap=True)
     _write_json(json_path, {"submission_id": submission_id, "jobs": dump})
     return exit_codes.combine(codes)
 
@@ -324,7 +325,7 @@ def job_outcome(job: dict[str, Any], report: dict[str, Any] | None) -> tuple[int
         return exit_codes.INFRA, "infrastructure: " + (job.get("error") or "the job could not run")
     if report is not None and report.get("cases") and status in ("succeeded", "failed"):
         return (exit_codes.of_cases(report["cases"], report["mode"]),
-                exit_codes.summary(report["cases"], report["mode"]))
+                vocabulary.summary(report["cases"], report["mode"]))
     if status in ("cancelled", "timeout"):
         return exit_codes.INFRA, STATUS_WORDS[status] + (f": {job['error']}" if job.get("error") else "")
     return exit_codes.UNUSABLE, "no case was judged" + (f": {job['error']}" if job.get("error") else "")

@@ -23,6 +23,7 @@ OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out o
 # Nothing of the kernel could be judged: a test function needs an argument we do not supply
 # (runtime.intake.testmodule), or the test called a torch_npu fused op the SIM stand-in cannot run (runtime.devices.standin).
 NOT_RUN_ERRORS = ("CannotCall", "NeedsRealNpu", "NpuKernelMissing")
+NPU_ONLY_ERRORS = NOT_RUN_ERRORS[1:]  # cannot judge here (runtime.exit_codes: skipped)
 # A job that ended this way never reached its script's compares (graph verify cannot say `no_compare`).
 STOPPED = ("resource_limit", "timeout", "oom", "crash")
 
@@ -229,6 +230,8 @@ def _not_the_kernels(verdict: str, reason: str, stage: str, ev: verdicts.Evidenc
         return verdict, reason, verdicts.NO_KERNEL_STAGE  # ran cleanly, launched nothing
     if verdict == verdicts.NOT_RUN and error is not None and error.type == "CannotCall" and launches == 0:
         return verdict, f"{error.message}: its kernel never ran", verdicts.ARGUMENTS_STAGE
+    if verdict == verdicts.NOT_RUN and error is not None and error.type in NPU_ONLY_ERRORS and launches == 0:
+        return verdict, f"{reason} ({error.type}: only an NPU can compute it)", verdicts.NPU_ONLY_STAGE
     package = envgap.missing_package(error, ctx.dirs.src, launches) if ctx.is_script else None
     if package and verdict in (verdicts.STRUCTURAL_ERROR, verdicts.NOT_RUN):
         return verdicts.NOT_RUN, envgap.reason(package), envgap.STAGE

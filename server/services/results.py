@@ -113,12 +113,16 @@ def case_values(job: Job, attempt: int, sub: Submission | None, case: dict[str, 
 
 
 def _summary(rows: list[CaseResult]) -> dict[str, Any]:
-    """Verdict counts, and the job's class in the one vocabulary (runtime.vocabulary: the worst case's)."""
+    """Verdict and outcome counts, and the job's outcome in the one vocabulary (runtime.vocabulary: as its
+    exit code)."""
     counts: dict[str, int] = {}
+    outcomes: dict[str, int] = {}
     for row in rows:
         counts[row.verdict] = counts.get(row.verdict, 0) + 1
-    klass = vocabulary.cases_class(rows, rows[0].mode) if rows else None
-    return {"verdicts": counts, "cases": len(rows), "class": klass}
+        kind = vocabulary.outcome(row.verdict, row.mode, row.stage) or ""
+        outcomes[kind] = outcomes.get(kind, 0) + 1
+    kind = vocabulary.cases_outcome(rows, rows[0].mode) if rows else None
+    return {"verdicts": counts, "cases": len(rows), "outcome": kind, "outcomes": outcomes}
 
 
 def _update_latest(session: Session, job: Job, rows: list[CaseResult]) -> None:

@@ -19,6 +19,10 @@ graph_fail) and the latest NPU case verdict; either may be missing.
 """
 from __future__ import annotations
 
+from typing import Any
+
+from runtime import vocabulary
+
 PASS = "pass"
 SIM_GARBAGE_NPU_OK = "sim_garbage_npu_ok"
 SIM_GARBAGE_GRAPH_OK = "sim_garbage_graph_ok"
@@ -105,3 +109,11 @@ _CLAIM = {name: i for i, name in enumerate(CLAIM_ORDER)}
 def worst(verdicts: list[str]) -> str | None:
     """The operator's verdict from its cases': the worst defect, else the weakest claim."""
     return min(verdicts, key=lambda v: _CLAIM.get(v, -1)) if verdicts else None
+
+
+def outcome(sim: Any, npu: Any) -> str | None:
+    """A case's outcome across modes from its latest SIM and NPU results (rows with verdict and stage),
+    in the one vocabulary (runtime.vocabulary): the same words its job pages and `crosscheck run` say."""
+    return vocabulary.across_modes(
+        vocabulary.outcome(getattr(r, "verdict", None), mode, getattr(r, "stage", "") or "")
+        for r, mode in ((sim, "sim"), (npu, "npu")) if r is not None)

@@ -58,7 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--server", default=os.environ.get("CROSSCHECK_SERVER", DEFAULT_SERVER), metavar="URL",
                    help=f"server URL (default: $CROSSCHECK_SERVER or {DEFAULT_SERVER})")
     p.add_argument("--token", default=None, metavar="TOKEN",
-                   help="API token (default: $CROSSCHECK_TOKEN, else the admin token in $DATA_DIR/tokens.json)")
+                   help=f"API token; the token is {tokens.SOURCES}")
     p.add_argument("--mode", action="append", choices=list(MODES), default=[],
                    help="where the kernel runs (repeatable; default: sim)")
     p.add_argument("--case", action="append", default=[], metavar="ID", help="run only this case (repeatable)")
@@ -153,6 +153,9 @@ class Server:
                                      f"{_detail(response)}")
             if response.status_code == 409 and _detail(response).startswith(NO_WORKER_FOR_VERSION):
                 raise Infrastructure(f"the server refused {method} {path}: {_detail(response)}")
+            if response.status_code in (401, 403):
+                raise Unusable(f"the server refused the token (HTTP {response.status_code}): {_detail(response)}; "
+                               f"{tokens.refused_hint()}")
             if response.status_code >= 400:
                 raise Unusable(f"the server refused {method} {path} (HTTP {response.status_code}): "
                                f"{_detail(response)}")

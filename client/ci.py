@@ -55,9 +55,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--run-key", default=None, metavar="KEY",
                    help="this run's id; the same key resumes the same run (default: a new one)")
     p.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
-    p.add_argument("--annotations", nargs=2, metavar=("FORMAT", "FILE"), default=None,
-                   help="write lint findings and diagnoses at file:line for CI: github (workflow commands "
-                        "`::error file=,line=::`; FILE - prints them) or gitlab (a code-quality JSON report)")
+    p.add_argument("--annotations", metavar="FORMAT=FILE", default=None,
+                   help="write lint findings and diagnoses at file:line for CI: github=FILE (workflow commands "
+                        "`::error file=,line=::`; github=- prints them) or gitlab=FILE (a code-quality JSON report)")
     p.add_argument("--fail-on", choices=FAIL_ON, default="regression",
                    help="exit 1 on: a regression against the previous run of the branch (default), a regression "
                         "or a case whose precision drifts (docs/ci.md), a regression or a case whose SIM cost estimate "
@@ -125,8 +125,9 @@ def _run(args: argparse.Namespace, err: Console) -> int:
 
     labels = labels_of(args.label)
     modes = list(dict.fromkeys(args.mode or ["sim"]))
-    if args.annotations and args.annotations[0] not in ci_report.ANNOTATIONS:
-        raise Unusable(f"--annotations {args.annotations[0]!r}: use one of {', '.join(ci_report.ANNOTATIONS)}")
+    kind, _, path = (args.annotations or "").partition("=")
+    if args.annotations and (kind not in ci_report.ANNOTATIONS or not path):
+        raise Unusable(f"--annotations {args.annotations!r}: use github=FILE or gitlab=FILE (github=- prints them)")
     try:
         found = discover(args.checkout, args.op or None)
     except SubmissionError as exc:
@@ -333,7 +334,7 @@ def _annotate(api: Api, args: argparse.Namespace, results: list[dict[str, Any]],
     jobs = {r["job_id"]: r["operator"] for r in results if r.get("job_id")}
     reports = [(api.json("GET", f"/jobs/{job_id}/report"), folders.get(op, ".")) for job_id, op in sorted(jobs.items())]
     items = ci_report.findings(reports, args.checkout)
-    kind, path = args.annotations
+    kind, _, path = args.annotations.partition("=")
     text = ci_report.github(items) if kind == "github" else ci_report.gitlab(items)
     if path == "-":
         out.file.write(text)

@@ -224,7 +224,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
         console.print("[bold]lint[/]")
         for f in report.lint:
             _print_indented(console, f"{f.severity:7} {f.file}:{f.line} [{f.rule}] {f.message}", 2)
-    console.print(summary_line(report), highlight=False)
+    _print_indented(console, summary_line(report), 0)
 
 
 def _print_indented(console: Console, text: str, indent: int) -> None:

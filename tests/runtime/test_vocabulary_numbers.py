@@ -16,14 +16,15 @@ from runtime.report import from_dict
 DATA = Path(__file__).resolve().parents[1] / "web" / "data"
 
 
-def test_the_class_words_are_the_exit_codes_words() -> None:
+def test_the_four_outcomes_have_one_word_one_colour_each() -> None:
     assert [exit_codes.WORDS[c] for c in range(4)] == ["acceptable", "kernel defect", "unusable input",
                                                         "infrastructure"]
-    assert vocabulary.verdict_class("graph_fail", "sim") == "kernel defect"
-    assert vocabulary.verdict_class("sim_garbage_graph_ok", "sim") == "acceptable"
-    assert vocabulary.verdict_class("not_run", "sim", "golden") == "unusable input"
-    assert vocabulary.verdict_class("sim_unsupported", "sim") == "infrastructure"
-    assert set(vocabulary.CLASS_CSS) == set(vocabulary.CLASS_RICH) == set(exit_codes.WORDS.values())
+    assert vocabulary.word(vocabulary.outcome("graph_fail", "sim")) == "kernel defect"
+    assert vocabulary.word(vocabulary.outcome("sim_garbage_graph_ok", "sim")) == "acceptable"
+    assert vocabulary.word(vocabulary.outcome("not_run", "sim", "golden")) == "infrastructure or harness"
+    assert vocabulary.word(vocabulary.outcome("sim_unsupported", "sim")) == "cannot judge here"
+    assert set(vocabulary.CSS) == set(vocabulary.RICH) == set(vocabulary.WORDS) == set(vocabulary.OUTCOMES)
+    assert len(set(vocabulary.RICH.values())) == len(set(vocabulary.CSS.values())) == 4
 
 
 def test_sim_garbage_is_one_rendering() -> None:
@@ -66,7 +67,9 @@ def test_the_headline_names_the_explaining_rule_never_noise() -> None:
     assert "noise" not in vocabulary.headline(dict(row, diagnosis_rules="noise-graph-verify-index"))
 
 
-def test_a_case_with_no_kernel_has_no_class() -> None:
+def test_a_case_with_no_kernel_cannot_be_judged_and_does_not_decide_the_run() -> None:
     # a script case that ran cleanly and launched no kernel counts for nothing (runtime.exit_codes.NO_KERNEL)
-    assert vocabulary.verdict_class("not_run", "sim", "no_kernel") is None
-    assert vocabulary.verdict_class("not_run", "sim", "sim") is not None
+    assert vocabulary.outcome("not_run", "sim", "no_kernel") == vocabulary.SKIPPED
+    ran = {"verdict": "sim_output_unwritten", "stage": "sim"}
+    assert vocabulary.cases_outcome([ran, {"verdict": "not_run", "stage": "no_kernel"}], "sim") == vocabulary.ACCEPTABLE
+    assert vocabulary.outcome("not_run", "sim", "sim") == vocabulary.FAILED

@@ -26,7 +26,8 @@ def test_operator_page_shows_coverage_beside_each_mode(client: TestClient) -> No
     facts = {d.find("dt").text(): d.find("dd") for d in page.find("dl", cls="facts").find_all("div")}
     assert facts["NPU diff / tol"].find("span", cls="cover").text() == "NPU 1/2 cases"
     cases = page.find("table", cls="cases").find("tbody").find_all("tr")
-    assert [c.find_all("td")[0].text() for c in cases] == ["⚑ SIM garbage · NPU ok", "⚑ SIM garbage · graph ok"]
+    assert [c.find_all("td")[0].text() for c in cases] == ["acceptable ⚑ SIM garbage · NPU ok",
+                                                            "acceptable ⚑ SIM garbage · graph ok"]
     assert cases[1].find_all("td")[2].text() == "—"  # no NPU result for the second case
 
 
@@ -54,7 +55,7 @@ def test_sim_garbage_on_a_defect_is_neutral_and_second(client: TestClient) -> No
     assert "neutral" in garbage.classes and "not a kernel defect" not in garbage.attrs["title"]
     labels = [td.attrs["data-label"] for td in r.find("tr").find_all("td")]
     # The deciding evidence leads; SIM's raw diff comes after it.
-    assert labels.index("Combined verdict") < labels.index("Graph verify") < labels.index("SIM diff")
+    assert labels.index("Outcome · verdict") < labels.index("Graph verify") < labels.index("SIM diff")
     assert labels.index("NPU diff / tol") < labels.index("SIM diff")
 
 
@@ -208,7 +209,7 @@ def test_the_api_says_how_many_cases_each_mode_judged(client: TestClient, info: 
 
 def test_a_job_whose_kernel_is_wrong_did_not_fail_to_run(client: TestClient, info: dict[str, Any]) -> None:
     status = get(client, f"/jobs/{info['fake_jobs'][0].id}").find("span", id="job-status")
-    assert status.text() == "kernel defect" and "vc-kernel-defect" in status.classes  # as the CLI says it
+    assert status.text() == "kernel defect" and "vc-failed" in status.classes  # as the CLI says it
 
 
 def test_the_chart_data_table_does_not_show_a_fake_pass_as_zero(client: TestClient) -> None:

@@ -1,6 +1,6 @@
 """What `crosscheck ci run` says beyond the gate: the cases by outcome with their job links, and CI
 annotations at file:line for lint findings and diagnoses (GitHub Actions workflow commands, GitLab
-code-quality JSON; docs/ci.md §8)."""
+code-quality JSON; docs/ci.md, "The command")."""
 from __future__ import annotations
 
 import hashlib

@@ -320,8 +320,8 @@ def _gate_line(out: Console, fail_on: str, cmp: dict[str, Any]) -> None:
     if fail_on not in ("regression", "drift", "perf"):
         return
     if cmp.get("other_id") is None:
-        out.print("gate: passed (exit 0): no earlier run of this suite on this branch, so nothing to regress "
-                  f"against; {vocabulary.GATE_NOTE}", highlight=False)
+        out.print("gate: passed (exit 0): no baseline (no earlier run of this suite on this branch), so nothing to "
+                  f"regress against; {vocabulary.GATE_NOTE}", highlight=False)
         return
     n = cmp["counts"]["regressions"]
     out.print(f"gate: {'failed' if n else 'passed'} against run {cmp['other_id']}: {_n(n, 'regression')}; "
@@ -357,7 +357,7 @@ def _summary(out: Console, run: dict[str, Any], cmp: dict[str, Any], results: li
         out.print(Padding(f"{mode.upper()}: " + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())), (0, 0, 0, 2)),
                   highlight=False)
     if cmp.get("other_id") is None:
-        out.print("  no earlier run of this suite on this branch: no baseline, nothing to compare with", highlight=False)
+        out.print("  no earlier run of this suite on this branch: nothing to compare with", highlight=False)
     else:
         c = cmp["counts"]
         out.print(f"Against run {cmp['other_id']}: {_n(c['regressions'], 'regression')}, {c['fixes']} fixed, "

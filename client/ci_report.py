@@ -36,8 +36,9 @@ def print_outcomes(out: Console, results: list[dict[str, Any]], run_url: str) ->
         for r in rows[:LISTED]:
             link = job_url(run_url, r.get("job_id"))
             out.print(Padding(f"{escape(r['operator'])} / {escape(r['case'])} ({r['mode'].upper()}): "
-                              f"{escape(vocabulary.headline(r))}" + (f"  {link}" if link else ""), (0, 0, 0, 2)),
-                      highlight=False, soft_wrap=True)
+                              f"{escape(vocabulary.headline(r))}", (0, 0, 0, 2)), highlight=False)
+            if link:  # on a line of its own, never wrapped: a terminal or CI log keeps it clickable
+                out.print(f"    {link}", highlight=False, soft_wrap=True)
         if len(rows) > LISTED:
             out.print(f"  ... and {len(rows) - LISTED} more on the suite page", highlight=False)
 

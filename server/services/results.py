@@ -26,6 +26,9 @@ from server.models.job import CANCELLED, ERROR, FAILED, RUNNING, SUCCEEDED, TIME
 from server.services import combined, coverage, history_spans, provenance, queries, suite_runs
 from server.services.jobs import finish
 
+GRAPH_MEMORY_RULE = "graph-verify-memory"  # runtime.judge.reruns: graph verify stopped at the job's memory limit
+
+
 def validate_report(report: Any) -> dict[str, Any]:
     """The posted report, parsed with the runtime's own report classes (runtime/report.py, the one
     contract); its normalized JSON form. InvalidInput (422) names the first field that breaks it."""
@@ -139,7 +142,9 @@ def _update_latest(session: Session, job: Job, rows: list[CaseResult]) -> None:
             state.npu_result_id = row.id
         sim = session.get(CaseResult, state.sim_result_id) if state.sim_result_id else None
         npu = session.get(CaseResult, state.npu_result_id) if state.npu_result_id else None
-        state.combined_verdict, reason = combined.combine(sim.verdict if sim else None, npu.verdict if npu else None)
+        memory = bool(sim and ((sim.report or {}).get("graph_verify") or {}).get("rule") == GRAPH_MEMORY_RULE)
+        state.combined_verdict, reason = combined.combine(sim.verdict if sim else None, npu.verdict if npu else None,
+                                                          memory)
         state.reason = reason[:300]
         state.updated_at = utcnow()
     session.flush()

@@ -73,3 +73,13 @@ def test_a_case_with_no_kernel_cannot_be_judged_and_does_not_decide_the_run() ->
     ran = {"verdict": "sim_output_unwritten", "stage": "sim"}
     assert vocabulary.cases_outcome([ran, {"verdict": "not_run", "stage": "no_kernel"}], "sim") == vocabulary.ACCEPTABLE
     assert vocabulary.outcome("not_run", "sim", "sim") == vocabulary.FAILED
+
+
+def test_an_unwritten_output_is_identical_to_the_golden_only_when_graph_verify_measured_zero() -> None:
+    """issue 35: output-not-written said "identical to the golden" beside a graph diff of 7.87e34."""
+    far = {"status": "fail", "output_written": False, "metrics": {"max_abs_diff": 7.87e34}}
+    cause = verdict_diagnoses.lead([], "graph_fail", "graph_verify", False, far)[0].cause
+    assert "identical to the golden" not in cause and "7.87e34" in cause and "leftover memory" in cause
+    same = dict(far, metrics={"max_abs_diff": 0.0})
+    assert "identical to the golden" in verdict_diagnoses.lead([], "suspect_fake_pass", "graph_verify", False,
+                                                                same)[0].cause

@@ -55,6 +55,18 @@ CASES = [k for k in EXPECTED if k[0] in verdicts.VERDICTS]
 SIM_CASES = [k for k in CASES if k[1] == "sim"]
 NPU_CASES = [k for k in CASES if k[1] == "npu"]
 BASE = "http://crosscheck.test"
+MEMORY_OP = "o_graph_verify_memory"  # acceptable in SIM; graph verify stopped at the job's memory limit
+
+
+def memory_limited() -> dict[str, Any]:
+    """SIM ran the kernel; graph verify was stopped by the memory limit and the case ran again without it
+    (runtime.judge.reruns.memory_of_graph_verify)."""
+    report = sim_report(scale_add(), MEMORY_OP)
+    for case in report["cases"]:
+        case.update(verdict="sim_output_unwritten", graph_verify={
+            "status": "unavailable", "metrics": None, "rule": "graph-verify-memory",
+            "reason": "graph verify needed more than the job's memory limit; raise --memory for it"})
+    return report
 
 
 def op_name(key: tuple[str, str, str]) -> str:
@@ -99,6 +111,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         second = plant_run(session, blobs, settings)
         npu_jobs = {k: main_seed.submit_and_store(session, blobs, settings, "scale_add", {"npu": planted(k)},
                                                   operator=op_name(k))[0].id for k in NPU_CASES}
+        main_seed.submit_and_store(session, blobs, settings, "scale_add", {"sim": memory_limited()}, operator=MEMORY_OP)
         secret = tokens.create(session, "reader", ["read", "submit"])[1]
         session.commit()
     with TestClient(app, follow_redirects=False) as client:
@@ -200,7 +213,7 @@ def test_the_overview_row_and_chips_say_the_outcome(world: dict[str, Any]) -> No
         assert badge.text() == word(key) and f"vc-{EXPECTED[key]}" in badge.classes
     chips = {a.attrs["data-outcome"]: int(a.find("span", cls="n").text())
              for a in page.find("nav", cls="counts").find_all("a", cls="outcome")}
-    assert chips == {o: sum(1 for k in CASES if EXPECTED[k] == o) for o in (F, B, S, A)}
+    assert chips == {o: sum(1 for k in CASES if EXPECTED[k] == o) + (o == A) for o in (F, B, S, A)}  # + MEMORY_OP
     cases = get(world["client"], "/cases?operator=" + op_name(CASES[0])).find("div", id="op-cases")
     assert {b.text() for b in cases.find_all("span", cls="outcome")} == {word(CASES[0])}
 
@@ -268,3 +281,23 @@ def test_the_words_live_in_one_place() -> None:
             for text in _literals(path):
                 for w in ("infrastructure or harness", "cannot judge here"):
                     assert w not in text, (path, w)
+
+
+def test_npu_advice_only_with_an_npu_worker_online_and_memory_advice_where_memory_was_the_limit(
+        world: dict[str, Any]) -> None:
+    """issue 35: "Submit for an NPU run" with no NPU worker online made a job that waits; "an NPU run would
+    decide" where graph verify only needed more memory sent people to hardware they did not need."""
+    client = world["client"]
+    undecided = op_name(("sim_output_unwritten", "sim", "compare"))  # SIM could not decide: no graph evidence
+    page = get(client, f"/operators/{undecided}")
+    assert "Submit for an NPU run" not in page.find("div", cls="npu-needed").text()
+    assert "no NPU worker is online" in page.find("p", id="no-npu").text()
+    memory = get(client, f"/operators/{MEMORY_OP}").find("div", cls="npu-needed")
+    assert "--memory" in memory.text() and "NPU run would decide" not in memory.text()
+    assert "more memory" in get(client, f"/cases?operator={MEMORY_OP}").find("td", cls="why").text()
+    with world["app"].state.sessionmaker() as session:
+        workers.heartbeat(session, "npu-1@box", "box", ["npu"], {"modes": ["npu"], "versions": versions()}, None)
+        session.commit()
+    online = get(client, f"/operators/{undecided}").find("div", cls="npu-needed")
+    assert "Submit for an NPU run" in online.text() and not online.find_all("p", id="no-npu")
+    assert "--memory" in get(client, f"/operators/{MEMORY_OP}").find("div", cls="npu-needed").text()

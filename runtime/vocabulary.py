@@ -121,7 +121,7 @@ def explaining_rules(rules: str | Iterable[str] | None) -> list[str]:
 
 
 def deciding_text(mode: str, verdict: str | None, max_abs_diff: Any = None, graph_max_abs_diff: Any = None,
-                  atol: Any = None, mismatch_count: Any = None) -> str:
+                  atol: Any = None, mismatch_count: Any = None, rtol: Any = None) -> str:
     """The evidence a verdict stands on, in words: graph verify's max |diff| in SIM, the NPU's on the
     NPU, against the tolerance when known. SIM's own output is never quoted: it is garbage on CPU hosts."""
     if mode == "sim":
@@ -132,8 +132,8 @@ def deciding_text(mode: str, verdict: str | None, max_abs_diff: Any = None, grap
         if max_abs_diff is None:
             return ""
         text = f"NPU max |diff| {numbers.sig(max_abs_diff)}"
-    if atol is not None:
-        text += f" / atol {numbers.sig(atol)}"
+    if atol is not None:  # the tolerance applied: both halves, never an atol that an unseen rtol widened
+        text += f" / atol {numbers.sig(atol)}" + (f", rtol {numbers.sig(rtol)}" if rtol is not None else "")
     if mismatch_count:
         text += f", {numbers.sig(mismatch_count)} mismatched"
     return text
@@ -148,7 +148,7 @@ def headline(row: dict[str, Any]) -> str:
     shown = detail(str(verdict), str(row.get("stage") or "")) if verdict else label(verdict)
     parts = [f"{WORDS[kind]}: {shown}" if kind else shown]
     evidence = deciding_text(mode, verdict, row.get("max_abs_diff"), row.get("graph_max_abs_diff"), row.get("atol"),
-                             row.get("mismatch_count"))
+                             row.get("mismatch_count"), row.get("rtol"))
     if evidence and verdict not in (verdicts.SUSPECT_FAKE_PASS,):
         parts.append(evidence)
     rules = explaining_rules(row.get("diagnosis_rules"))

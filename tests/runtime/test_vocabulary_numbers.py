@@ -83,3 +83,9 @@ def test_an_unwritten_output_is_identical_to_the_golden_only_when_graph_verify_m
     same = dict(far, metrics={"max_abs_diff": 0.0})
     assert "identical to the golden" in verdict_diagnoses.lead([], "suspect_fake_pass", "graph_verify", False,
                                                                 same)[0].cause
+
+
+def test_a_pass_or_fail_shows_the_tolerance_applied_both_halves() -> None:
+    """issue 35: "✓ 0.00781 / atol 0.005" passed through an rtol nobody saw."""
+    row = {"mode": "npu", "verdict": "precision_fail", "max_abs_diff": 0.00781, "atol": 0.005, "rtol": 0.001}
+    assert "NPU max |diff| 0.00781 / atol 0.005, rtol 0.001" in vocabulary.headline(row)

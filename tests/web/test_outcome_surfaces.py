@@ -301,3 +301,20 @@ def test_npu_advice_only_with_an_npu_worker_online_and_memory_advice_where_memor
     online = get(client, f"/operators/{undecided}").find("div", cls="npu-needed")
     assert "Submit for an NPU run" in online.text() and not online.find_all("p", id="no-npu")
     assert "--memory" in get(client, f"/operators/{MEMORY_OP}").find("div", cls="npu-needed").text()
+
+
+def test_each_max_diff_on_the_job_page_names_whose_it_is(world: dict[str, Any]) -> None:
+    """issue 35: "max |diff|" named SIM's leftover bytes in the cases table and graph verify's in Metrics."""
+    jobs = jobs_by_key(world)
+    sim = get(world["client"], f"/jobs/{jobs[('sim_garbage_graph_ok', 'sim', 'compare')].id}")
+    heads = [th.text() for th in sim.find("table", cls="cases").find("thead").find_all("th")]
+    assert "SIM leftover max |diff|" in heads and "Graph verify max |diff|" in heads and "max |diff|" not in heads
+    terms = [dt.text() for dt in sim.find("section", aria_label="Metrics").find_all("dt")]
+    assert "graph verify max |diff|" in terms and "max |diff|" not in terms
+    assert "leftover max |diff|" in [dt.text() for dt in sim.find("details", cls="raw-metrics").find_all("dt")]
+    npu = get(world["client"], f"/jobs/{jobs[('precision_fail', 'npu', 'compare')].id}")
+    assert "NPU max |diff|" in [th.text() for th in npu.find("table", cls="cases").find("thead").find_all("th")]
+    applied = next(dd for dt, dd in zip(npu.find("section", aria_label="Metrics").find_all("dt"),
+                                        npu.find("section", aria_label="Metrics").find_all("dd"))
+                   if dt.text() == "NPU max |diff|")
+    assert "atol 0.001, rtol 0.001" in applied.text()

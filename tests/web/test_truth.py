@@ -65,7 +65,7 @@ def test_job_metrics_lead_with_the_verdict_and_the_deciding_evidence(client: Tes
     section = get(client, job_href).find("section", id="case-wrong_maths_32x64")
     metrics = section.find("section", aria_label="Metrics").find("dl", cls="kv")
     terms = [dt.text() for dt in metrics.find_all("dt")]
-    assert terms[:3] == ["verdict", "decided by", "max |diff|"]
+    assert terms[:3] == ["verdict", "decided by", "graph verify max |diff|"]  # evidence named by its source
     values = [dd.text() for dd in metrics.find_all("dd")]
     assert values[0] == "graph fail" and values[1].startswith("graph verify: ✗ 3.83")
     assert values[2].startswith("3.83") and values[3].startswith("99.8 %")

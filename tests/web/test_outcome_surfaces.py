@@ -318,3 +318,10 @@ def test_each_max_diff_on_the_job_page_names_whose_it_is(world: dict[str, Any]) 
                                         npu.find("section", aria_label="Metrics").find_all("dd"))
                    if dt.text() == "NPU max |diff|")
     assert "atol 0.001, rtol 0.001" in applied.text()
+
+
+def test_the_api_gives_each_operator_its_outcome(world: dict[str, Any]) -> None:
+    items = world["client"].get("/api/v1/operators", headers={"X-API-Token": world["token"]},
+                                params={"limit": 200}).json()["items"]
+    got = {o["name"]: o["outcome"] for o in items}
+    assert {op_name(k): got[op_name(k)] for k in CASES} == {op_name(k): EXPECTED[k] for k in CASES}

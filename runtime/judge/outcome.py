@@ -230,8 +230,11 @@ def _not_the_kernels(verdict: str, reason: str, stage: str, ev: verdicts.Evidenc
         return verdict, reason, verdicts.NO_KERNEL_STAGE  # ran cleanly, launched nothing
     if verdict == verdicts.NOT_RUN and error is not None and error.type == "CannotCall" and launches == 0:
         return verdict, f"{error.message}: its kernel never ran", verdicts.ARGUMENTS_STAGE
-    if verdict == verdicts.NOT_RUN and error is not None and error.type in NPU_ONLY_ERRORS and launches == 0:
-        return verdict, f"{reason} ({error.type}: only an NPU can compute it)", verdicts.NPU_ONLY_STAGE
+    if verdict == verdicts.NOT_RUN and error is not None and launches == 0 and (
+            error.type in NPU_ONLY_ERRORS or any(f"raised {t}" in error.message for t in NPU_ONLY_ERRORS)):
+        # the golden (GoldenError wraps what it raised) or the test called a torch_npu op the stand-in cannot run
+        return verdict, ("the golden or the test calls a torch_npu op only an NPU can compute: not judged on this "
+                         "host; judge it on an NPU"), verdicts.NPU_ONLY_STAGE
     package = envgap.missing_package(error, ctx.dirs.src, launches) if ctx.is_script else None
     if package and verdict in (verdicts.STRUCTURAL_ERROR, verdicts.NOT_RUN):
         return verdicts.NOT_RUN, envgap.reason(package), envgap.STAGE

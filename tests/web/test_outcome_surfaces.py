@@ -325,3 +325,12 @@ def test_the_api_gives_each_operator_its_outcome(world: dict[str, Any]) -> None:
                                 params={"limit": 200}).json()["items"]
     got = {o["name"]: o["outcome"] for o in items}
     assert {op_name(k): got[op_name(k)] for k in CASES} == {op_name(k): EXPECTED[k] for k in CASES}
+
+
+def test_an_npu_pass_or_fail_shows_atol_and_rtol_beside_it(world: dict[str, Any]) -> None:
+    jobs = jobs_by_key(world)
+    for key in NPU_CASES:
+        cell = get(world["client"], f"/jobs/{jobs[key].id}").find("td", data_label="NPU max |diff|")
+        assert cell.text().startswith("✓" if EXPECTED[key] == A else "✗") and "/ atol 0.001, rtol 0.001" in cell.text()
+    op = get(world["client"], f"/operators/{op_name(NPU_CASES[0])}").find("table", cls="cases")
+    assert "/ atol 0.001, rtol 0.001" in op.find("td", data_label="NPU diff / tol").text()

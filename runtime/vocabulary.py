@@ -38,7 +38,8 @@ LABELS = {"sim_garbage_npu_ok": "SIM garbage · NPU ok", "sim_garbage_graph_ok":
           "version_skew": "written for another pypto", "resource_limit": "stopped at a limit",
           "sim_unsupported": "SIM cannot simulate it",
           # the combined verdict id says "awaiting"; whether an NPU job exists is for the page to say
-          "awaiting_npu": "SIM could not decide"}
+          # beside the outcome `acceptable` (SIM's structure is fine) it must not read as a failure
+          "awaiting_npu": "SIM ok · maths not judged"}
 
 
 def label(verdict: str | None) -> str:

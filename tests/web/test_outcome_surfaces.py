@@ -288,7 +288,7 @@ def test_npu_advice_only_with_an_npu_worker_online_and_memory_advice_where_memor
     """issue 35: "Submit for an NPU run" with no NPU worker online made a job that waits; "an NPU run would
     decide" where graph verify only needed more memory sent people to hardware they did not need."""
     client = world["client"]
-    undecided = op_name(("sim_output_unwritten", "sim", "compare"))  # SIM could not decide: no graph evidence
+    undecided = op_name(("sim_output_unwritten", "sim", "compare"))  # SIM ok, maths not judged: no graph evidence
     page = get(client, f"/operators/{undecided}")
     assert "Submit for an NPU run" not in page.find("div", cls="npu-needed").text()
     assert "no NPU worker is online" in page.find("p", id="no-npu").text()

@@ -30,7 +30,8 @@ def job_line(job_id: int, operator: str, mode: str, status: str, summary: dict[s
     if verdicts:
         listed = ", ".join(f"{v} ×{n}" if n > 1 else v
                            for v, n in sorted(verdicts.items(), key=lambda item: (-item[1], item[0])))
-        words = "; ".join(f"{vocabulary.word(o)} ×{outcomes[o]}" for o in vocabulary.OUTCOMES if outcomes.get(o))
+        words = "; ".join(vocabulary.word(o) + (f" ×{outcomes[o]}" if outcomes[o] > 1 else "")
+                          for o in vocabulary.OUTCOMES if outcomes.get(o))
         outcome = f"{words} ({listed})" if words else listed
     elif error:
         first = error.strip().splitlines()[0] if error.strip() else status

@@ -16,8 +16,9 @@ When cases disagree, a kernel defect wins (it is a fact about the kernel), then 
 then infrastructure.
 
 Each (verdict, stage) has one outcome and one code, in TABLE below: only a kernel defect (outcome `failed`)
-exits 1; a failed golden or our limit is `broken` (2 or 3); what this host cannot judge (SIM limits,
-version skew, a reference only an NPU computes, no device, an argument we cannot supply) is `skipped` (2 or 3).
+exits 1; a failed golden, a card that could not be set up or our limit is `broken` (2 or 3); what this host
+cannot judge (SIM limits, version skew, a reference only an NPU computes, an argument we cannot supply) is
+`skipped` (2 or 3).
 """
 from __future__ import annotations
 
@@ -49,7 +50,6 @@ TABLE: dict[tuple[str, str], tuple[str, int]] = {
     # cannot judge here: this host's SIM, pypto, hardware or Python cannot, or the test needs what we cannot give
     (verdicts.SIM_UNSUPPORTED, _ANY): (SKIPPED_OUTCOME, INFRA),  # runtime.judge.simgap
     (verdicts.VERSION_SKEW, _ANY): (SKIPPED_OUTCOME, UNUSABLE),  # judged on the wrong pypto (docs/versions.md)
-    (verdicts.NOT_RUN, "device"): (SKIPPED_OUTCOME, INFRA),  # no device could be set up: missing hardware
     (verdicts.NOT_RUN, verdicts.ENVIRONMENT_STAGE): (SKIPPED_OUTCOME, INFRA),  # runtime/judge/envgap.py
     (verdicts.NOT_RUN, verdicts.NPU_ONLY_STAGE): (SKIPPED_OUTCOME, INFRA),  # a golden only an NPU can compute
     (verdicts.NOT_RUN, verdicts.ARGUMENTS_STAGE): (SKIPPED_OUTCOME, UNUSABLE),  # a fixture we cannot supply
@@ -58,6 +58,7 @@ TABLE: dict[tuple[str, str], tuple[str, int]] = {
     ("inconclusive", _ANY): (SKIPPED_OUTCOME, INFRA),  # a compare that cannot tell a kernel from garbage
     # the harness or our infrastructure: the submission's golden failed, or our limit stopped the job
     (verdicts.NOT_RUN, "golden"): (BROKEN, UNUSABLE),
+    (verdicts.NOT_RUN, "device"): (BROKEN, INFRA),  # the NPU card could not be set up (a faulty card, a driver)
     (verdicts.RESOURCE_LIMIT, _ANY): (BROKEN, INFRA),  # nothing known about its maths: raise the limit
 }
 

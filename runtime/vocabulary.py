@@ -22,7 +22,7 @@ CSS = {o: f"vc-{o}" for o in OUTCOMES}
 RICH = {FAILED: "bold red", BROKEN: "bold yellow", SKIPPED: "bold blue", ACCEPTABLE: "bold green"}
 JUNIT = {FAILED: "failure", BROKEN: "error", SKIPPED: "skipped"}
 # What a not_run case's stage means, in words (runtime.verdicts).
-STAGE_WORDS = {"golden": "the golden failed", "device": "no device could be set up",
+STAGE_WORDS = {"golden": "the golden failed", "device": "the NPU device could not be set up",
                verdicts.ENVIRONMENT_STAGE: "this host's Python lacks a package",
                verdicts.NPU_ONLY_STAGE: "a reference only an NPU can compute",
                verdicts.ARGUMENTS_STAGE: "an argument crosscheck cannot supply",

@@ -44,7 +44,7 @@ def test_the_words_say_what_happened_not_just_failed() -> None:
     assert vocabulary.summary(ok, "sim") == "acceptable ×1 (SIM garbage · graph ok ×1)"
     infra = [{"verdict": "not_run", "stage": "device"}, {"verdict": "pass", "stage": "compare"}]
     assert vocabulary.summary(infra, "npu") == (
-        "cannot judge here ×1 (not run (no device could be set up) ×1); acceptable ×1 (pass ×1)")
+        "infrastructure or harness ×1 (not run (the NPU device could not be set up) ×1); acceptable ×1 (pass ×1)")
     assert ec.of_cases(infra, "npu") == ec.INFRA
 
 

@@ -45,7 +45,7 @@ EXPECTED = {
     ("suspect_fake_pass", "sim", "compare"): F, ("graph_fail", "sim", "graph_verify"): F,
     ("not_run", "sim", "sim"): F,  # a script that stopped before any kernel ran: the submission never ran one
     ("resource_limit", "sim", "sim"): B, ("not_run", "sim", "golden"): B,
-    ("not_run", "sim", "device"): S, ("not_run", "sim", "environment"): S, ("not_run", "sim", "npu_only"): S,
+    ("not_run", "sim", "device"): B, ("not_run", "sim", "environment"): S, ("not_run", "sim", "npu_only"): S,
     ("not_run", "sim", "arguments"): S, ("not_run", "sim", "no_kernel"): S, ("not_run", "sim", "skipped"): S,
     ("version_skew", "sim", "sim"): S, ("sim_unsupported", "sim", "sim"): S, ("inconclusive", "sim", "compare"): S,
     ("sim_output_unwritten", "sim", "compare"): A, ("sim_garbage_graph_ok", "sim", "compare"): A,

@@ -74,6 +74,7 @@ def seed(url: str, operators: int, jobs_per_op: int, cases: int, report_bytes: i
                 "= operators.id AND r.mode = 'sim'), latest_npu_job_id = (SELECT max(job_id) FROM case_results r "
                 "WHERE r.operator_id = operators.id AND r.mode = 'npu')")
             results.refresh_case_counts(conn)  # the overview row's case counts, as refresh_operator keeps them
+            results.refresh_outcomes(conn)  # and its outcome
             history_spans.rebuild(conn)  # what the service keeps at write time (docs/history.md §6)
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             # VACUUM sets the visibility map as autovacuum does on an insert-only table, so that

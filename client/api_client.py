@@ -63,8 +63,10 @@ class Api:
                 last = f"{method} {path}: HTTP {response.status_code}: {detail(response)}"
                 continue
             if response.status_code in (401, 403):
+                from client import tokens
+
                 raise Forbidden(f"the server refused the token (HTTP {response.status_code}): {detail(response)}; "
-                                "pass --token or set CROSSCHECK_TOKEN (a token with the submit scope)")
+                                f"use a token with the submit scope: {tokens.refused_hint()}")
             if response.status_code >= 400:
                 raise Refused(f"{method} {path}: HTTP {response.status_code}: {detail(response)}")
             return response

@@ -22,6 +22,7 @@ from runtime import vocabulary
 from runtime.modes import MODES
 from runtime.devices.pypto_api import version_argument
 from client.api_client import Api, Forbidden, Refused, Unreachable
+from client import ci_report, tokens
 from client.submit import NO_WORKER_FOR_VERSION
 
 EXIT_OK, EXIT_FAIL, EXIT_UNUSABLE, EXIT_INFRA = 0, 1, 2, 3
@@ -45,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("checkout", type=Path, help="the checkout's root folder")
     p.add_argument("--server", default=os.environ.get("CROSSCHECK_SERVER", DEFAULT_SERVER),
                    help=f"server URL (default: $CROSSCHECK_SERVER or {DEFAULT_SERVER})")
-    p.add_argument("--token", default=None, help="API token with the submit scope (default: $CROSSCHECK_TOKEN)")
+    p.add_argument("--token", default=None, help=f"API token with the submit scope; the token is {tokens.SOURCES}")
     p.add_argument("--suite", required=True, help="the suite's name, e.g. nightly-ops")
     p.add_argument("--mode", action="append", choices=list(MODES), default=[], help="repeatable; default sim")
     p.add_argument("--op", action="append", default=[], metavar="NAME", help="only this operator (repeatable)")
@@ -54,10 +55,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--run-key", default=None, metavar="KEY",
                    help="this run's id; the same key resumes the same run (default: a new one)")
     p.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
+    p.add_argument("--annotations", metavar="FORMAT=FILE", default=None,
+                   help="write lint findings and diagnoses at file:line for CI: github=FILE (workflow commands "
+                        "`::error file=,line=::`; github=- prints them) or gitlab=FILE (a code-quality JSON report)")
     p.add_argument("--fail-on", choices=FAIL_ON, default="regression",
                    help="exit 1 on: a regression against the previous run of the branch (default), a regression "
                         "or a case whose precision drifts (docs/ci.md), a regression or a case whose SIM cost estimate "
-                        "rose (perf), any case not acceptable for its mode, or never")
+                        "rose (perf), any case that is a kernel defect (or still pending), or never; "
+                        f"{vocabulary.GATE_NOTE}")
     p.add_argument("--pypto", type=version_argument, default=None, metavar="VERSION",
                    help="the pypto version the kernels were written for: only workers with it run the jobs")
     p.add_argument("--bisect", action="store_true",
@@ -88,8 +93,6 @@ def token_of(explicit: str | None) -> str | None:
     """--token, else $CROSSCHECK_TOKEN, else the admin token `crosscheck up` saved in $DATA_DIR."""
     if explicit or os.environ.get("CROSSCHECK_TOKEN"):
         return explicit or os.environ.get("CROSSCHECK_TOKEN")
-    from client import tokens
-
     return tokens.read_tokens(tokens.data_dir_from_env()).get("admin")
 
 
@@ -125,6 +128,9 @@ def _run(args: argparse.Namespace, err: Console) -> int:
 
     labels = labels_of(args.label)
     modes = list(dict.fromkeys(args.mode or ["sim"]))
+    kind, _, path = (args.annotations or "").partition("=")
+    if args.annotations and (kind not in ci_report.ANNOTATIONS or not path):
+        raise Unusable(f"--annotations {args.annotations!r}: use github=FILE or gitlab=FILE (github=- prints them)")
     try:
         found = _benchmark_operators(args) if getattr(args, "benchmark", False) else \
             discover(args.checkout, args.op or None)
@@ -165,7 +171,7 @@ def _run(args: argparse.Namespace, err: Console) -> int:
                 junit_out.write(args.junit, junit_out.build(args.suite, late.run["url"],
                                                             _results(api, late.run["id"]), broken))
             raise
-        return _finish(api, args, final, broken, err)
+        return _finish(api, args, final, broken, err, {op.name: op.folder for op in runnable})
     finally:
         api.close()
 
@@ -288,7 +294,8 @@ def _results(api: Api, run_id: int) -> list[dict[str, Any]]:
             return items
 
 
-def _finish(api: Api, args: argparse.Namespace, final: dict[str, Any], broken: list[Any], err: Console) -> int:
+def _finish(api: Api, args: argparse.Namespace, final: dict[str, Any], broken: list[Any], err: Console,
+            folders: dict[str, str] | None = None) -> int:
     from client import ci_bisect, junit_out
 
     results = _results(api, final["id"])
@@ -310,7 +317,10 @@ def _finish(api: Api, args: argparse.Namespace, final: dict[str, Any], broken: l
         out.print(escape(note), highlight=False, soft_wrap=False)
     if args.junit:
         out.print(f"JUnit: {args.junit}")
-    failing = [r for r in results if r["verdict"] is None or not _acceptable(r)]
+    if args.annotations:
+        _annotate(api, args, results, folders or {}, out)
+    failing = [r for r in results if r["verdict"] is None or ci_report.outcome_of(r) == vocabulary.FAILED]
+    _gate_line(out, args.fail_on, cmp)
     if args.fail_on in ("regression", "drift", "perf") and cmp["counts"]["regressions"]:
         return EXIT_FAIL
     if args.fail_on == "perf" and (final.get("totals") or {}).get("perf"):
@@ -322,23 +332,44 @@ def _finish(api: Api, args: argparse.Namespace, final: dict[str, Any], broken: l
     return EXIT_OK
 
 
+def _gate_line(out: Console, fail_on: str, cmp: dict[str, Any]) -> None:
+    """One line saying what the regression gate decided and why; a first run has nothing to regress against."""
+    if fail_on not in ("regression", "drift", "perf"):
+        return
+    if cmp.get("other_id") is None:
+        out.print("gate: passed (exit 0): no baseline (no earlier run of this suite on this branch), so nothing to "
+                  f"regress against; {vocabulary.GATE_NOTE}", highlight=False)
+        return
+    n = cmp["counts"]["regressions"]
+    out.print(f"gate: {'failed' if n else 'passed'} against run {cmp['other_id']}: {_n(n, 'regression')}; "
+              f"{vocabulary.GATE_NOTE}", highlight=False)
+
+
+def _annotate(api: Api, args: argparse.Namespace, results: list[dict[str, Any]], folders: dict[str, str],
+              out: Console) -> None:
+    """Lint findings and diagnoses of the run's jobs at file:line, as --annotations asked."""
+    jobs = {r["job_id"]: r["operator"] for r in results if r.get("job_id")}
+    reports = [(api.json("GET", f"/jobs/{job_id}/report"), folders.get(op, ".")) for job_id, op in sorted(jobs.items())]
+    items = ci_report.findings(reports, args.checkout)
+    kind, _, path = args.annotations.partition("=")
+    text = ci_report.github(items) if kind == "github" else ci_report.gitlab(items)
+    if path == "-":
+        out.file.write(text)
+    else:
+        Path(path).write_text(text)
+        out.print(f"annotations ({kind}): {len(items)} at file:line in {path}", highlight=False)
+
+
 def _n(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def _acceptable(r: dict[str, Any]) -> bool:
-    from runtime import verdicts
-
-    return bool(verdicts.acceptable(r["verdict"], r["mode"]))
 
 
 def _summary(out: Console, run: dict[str, Any], cmp: dict[str, Any], results: list[dict[str, Any]],
              broken: list[Any]) -> None:
     t = run.get("totals") or {}
     out.print(f"[bold]Suite run {run['id']}[/] ({escape(run['suite'])}, {escape(run.get('branch') or 'no branch')}"
-              f"{', ' + escape(run['commit'][:12]) if run.get('commit') else ''}): {t.get('cases', 0)} cases, "
-              f"{t.get('acceptable', 0)} acceptable, {t.get('failing', 0)} failing, {t.get('reused', 0)} reused",
-              highlight=False)
+              f"{', ' + escape(run['commit'][:12]) if run.get('commit') else ''}): {t.get('cases', 0)} cases: "
+              f"{ci_report.counts_line(results)}; {t.get('reused', 0)} reused", highlight=False)
     for mode, counts in sorted((t.get("by_mode") or {}).items()):
         out.print(Padding(f"{mode.upper()}: " + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())), (0, 0, 0, 2)),
                   highlight=False)
@@ -357,15 +388,8 @@ def _summary(out: Console, run: dict[str, Any], cmp: dict[str, Any], results: li
                           highlight=False)
             if len(cmp[kind]) > LISTED:
                 out.print(f"  ... and {len(cmp[kind]) - LISTED} more {kind.replace('_', ' ')}", highlight=False)
-    failing = [r for r in results if r["verdict"] is not None and not _acceptable(r)]
-    if failing:
-        out.print(f"Failing for their mode ({len(failing)}):", highlight=False)
-        for r in failing[:LISTED]:
-            # the deciding evidence and the rule that explains it; a noise rule is never the headline
-            out.print(Padding(f"{escape(r['operator'])} / {escape(r['case'])} ({r['mode'].upper()}): "
-                              f"{escape(vocabulary.headline(r))}", (0, 0, 0, 2)), highlight=False)
-        if len(failing) > LISTED:
-            out.print(f"  ... and {len(failing) - LISTED} more on the suite page", highlight=False)
+    # by outcome, worst first, each with the deciding evidence, the rule that explains it and its job page
+    ci_report.print_outcomes(out, results, run["url"])
     _drift_summary(out, t)
     _perf_summary(out, t)
     if broken:

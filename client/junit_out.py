@@ -3,9 +3,10 @@
 Properties carry the verdict, the diffs, the diagnosis rules, the provenance and, for a case whose
 precision drifts, why (`drift`: never a failure by itself), and for a case whose SIM cost estimate
 rose, by how much (`perf`: never a failure by itself either), and the commit `ci run --bisect` found
-(`culprit`); a case that is
-not acceptable for its mode is a <failure> (its verdict is the type), an operator that could not
-be submitted or a case still pending is an <error>. tests/data/junit.xsd is the shape it follows.
+(`culprit`), its outcome in words and its job page (`url`, also in system-out). A case's outcome
+(runtime.vocabulary) picks the element: a kernel defect is a <failure>, infrastructure or harness an
+<error>, cannot judge here a <skipped> with the reason (its verdict is the type); an operator that could
+not be submitted or a case still pending is an <error>. tests/data/junit.xsd is the shape it follows.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runtime import verdicts, vocabulary
+from runtime import vocabulary
 
 PROPERTIES = ("verdict", "mode", "max_abs_diff", "graph_max_abs_diff", "rtol", "atol", "diagnosis_rules",
               "provenance", "flips", "reused_from_job_id", "job_id", "drift", "perf", "culprit")
@@ -35,31 +36,39 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _case(parent: ET.Element, suite: str, r: dict[str, Any], run_url: str) -> tuple[int, int]:
-    """(failures, errors) this testcase adds."""
+def job_url(run_url: str, job_id: Any) -> str:
+    """The job page beside a suite run's page: http://host/suite-runs/5 -> http://host/jobs/12."""
+    base = run_url.split("/suite-runs/")[0] if "/suite-runs/" in run_url else run_url.rstrip("/")
+    return f"{base}/jobs/{job_id}" if job_id else ""
+
+
+def _case(parent: ET.Element, suite: str, r: dict[str, Any], run_url: str) -> str | None:
+    """The outcome this testcase adds (runtime.vocabulary), None while pending."""
     tc = ET.SubElement(parent, "testcase", classname=f"crosscheck.{suite}.{r['operator']}",
                        name=f"{r['case']} [{r['mode']}]", time=f"{float(r.get('duration_s') or 0.0):.3f}")
     props = ET.SubElement(tc, "properties")
+    link = job_url(run_url, r.get("job_id"))
+    kind = vocabulary.outcome(r.get("verdict"), r["mode"], str(r.get("stage") or ""))
     for name in PROPERTIES:
         value = r.get(name)
         if value not in (None, ""):
             ET.SubElement(props, "property", name=name, value=_fmt(value))
-    verdict = r.get("verdict")
-    if verdict is None:
+    if kind:
+        ET.SubElement(props, "property", name="outcome", value=vocabulary.word(kind))
+    if link:
+        ET.SubElement(props, "property", name="url", value=link)
+    if kind is None:
         ET.SubElement(tc, "error", message="still pending when the client stopped waiting", type="pending")
-        failures, errors = 0, 1
-    elif verdicts.acceptable(verdict, r["mode"]):
-        failures, errors = 0, 0
-    else:
+    elif kind in vocabulary.JUNIT:
         why = r.get("error") or ("" if r.get("reused_from_job_id") else r.get("note")) or ""
-        # headed by the class, the deciding evidence and the rule that explains it; noise rules never (runtime.vocabulary)
+        # headed by the outcome, the deciding evidence and the rule that explains it; noise rules never (runtime.vocabulary)
         head = vocabulary.headline(r)
-        failure = ET.SubElement(tc, "failure", message=f"{r['mode'].upper()}: {head}"[:1000], type=verdict)
-        failure.text = f"{r['operator']} / {r['case']} ({r['mode'].upper()}): {head}\n{why}\n{run_url}"
-        failures, errors = 1, 0
+        element = ET.SubElement(tc, vocabulary.JUNIT[kind], message=f"{r['mode'].upper()}: {head}"[:1000],
+                                type=str(r.get("verdict")))
+        element.text = f"{r['operator']} / {r['case']} ({r['mode'].upper()}): {head}\n{why}\n{link or run_url}"
     out = ET.SubElement(tc, "system-out")
-    out.text = f"{r.get('provenance') or ''}\n{run_url}"
-    return failures, errors
+    out.text = f"{r.get('provenance') or ''}\n{link + chr(10) if link else ''}{run_url}"
+    return "pending" if kind is None else kind
 
 
 def build(suite: str, run_url: str, results: Iterable[dict[str, Any]], broken: Iterable[Broken] = (),
@@ -70,16 +79,15 @@ def build(suite: str, run_url: str, results: Iterable[dict[str, Any]], broken: I
     broken_by_op = {b.operator: b for b in broken}
     stamp = (timestamp or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S")
     root = ET.Element("testsuites", name=f"crosscheck {suite}")
-    totals = {"tests": 0, "failures": 0, "errors": 0, "time": 0.0}
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
     for i, op in enumerate(sorted(by_op.keys() | broken_by_op.keys())):
         rows = sorted(by_op.get(op, []), key=lambda r: (r["case"], r["mode"]))
         ts = ET.SubElement(root, "testsuite", name=op, id=str(i), timestamp=stamp)
         props = ET.SubElement(ts, "properties")
         ET.SubElement(props, "property", name="suite_run", value=run_url)
-        failures = errors = 0
-        for r in rows:
-            f, e = _case(ts, suite, r, run_url)
-            failures, errors = failures + f, errors + e
+        kinds = [_case(ts, suite, r, run_url) for r in rows]
+        failures, skipped = kinds.count(vocabulary.FAILED), kinds.count(vocabulary.SKIPPED)
+        errors = kinds.count(vocabulary.BROKEN) + kinds.count("pending")
         if op in broken_by_op:
             tc = ET.SubElement(ts, "testcase", classname=f"crosscheck.{suite}.{op}", name="(submission)", time="0.000")
             err = ET.SubElement(tc, "error", message=broken_by_op[op].why[:1000], type="not_submitted")
@@ -90,11 +98,12 @@ def build(suite: str, run_url: str, results: Iterable[dict[str, Any]], broken: I
         ts.set("tests", str(tests))
         ts.set("failures", str(failures))
         ts.set("errors", str(errors))
-        ts.set("skipped", "0")
+        ts.set("skipped", str(skipped))
         ts.set("time", f"{took:.3f}")
-        for k, v in (("tests", tests), ("failures", failures), ("errors", errors), ("time", took)):
+        for k, v in (("tests", tests), ("failures", failures), ("errors", errors), ("skipped", skipped),
+                     ("time", took)):
             totals[k] += v
-    for k in ("tests", "failures", "errors"):
+    for k in ("tests", "failures", "errors", "skipped"):
         root.set(k, str(int(totals[k])))
     root.set("time", f"{totals['time']:.3f}")
     ET.indent(root)

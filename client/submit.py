@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from runtime.intake import archive
-from runtime import exit_codes
+from runtime import exit_codes, vocabulary
 from runtime.modes import MODES
 from runtime.devices.pypto_api import version_argument
 from client import tokens
@@ -58,7 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--server", default=os.environ.get("CROSSCHECK_SERVER", DEFAULT_SERVER), metavar="URL",
                    help=f"server URL (default: $CROSSCHECK_SERVER or {DEFAULT_SERVER})")
     p.add_argument("--token", default=None, metavar="TOKEN",
-                   help="API token (default: $CROSSCHECK_TOKEN, else the admin token in $DATA_DIR/tokens.json)")
+                   help=f"API token; the token is {tokens.SOURCES}")
     p.add_argument("--mode", action="append", choices=list(MODES), default=[],
                    help="where the kernel runs (repeatable; default: sim)")
     p.add_argument("--case", action="append", default=[], metavar="ID", help="run only this case (repeatable)")
@@ -155,6 +155,9 @@ class Server:
                                      f"{_detail(response)}")
             if response.status_code == 409 and _detail(response).startswith(NO_WORKER_FOR_VERSION):
                 raise Infrastructure(f"the server refused {method} {path}: {_detail(response)}")
+            if response.status_code in (401, 403):
+                raise Unusable(f"the server refused the token (HTTP {response.status_code}): {_detail(response)}; "
+                               f"{tokens.refused_hint()}")
             if response.status_code >= 400:
                 raise Unusable(f"the server refused {method} {path} (HTTP {response.status_code}): "
                                f"{_detail(response)}")
@@ -317,6 +320,7 @@ def _report(server: Server, submission_id: int, jobs: list[dict[str, Any]], json
             print_report(from_dict(report), out)
         colour = "bold green" if code == exit_codes.OK else "bold red"
         err.print(f"[{colour}]job {job['id']} ({job['mode']}):[/] {escape(words)}", soft_wrap=True)
+        err.print(f"  {server.url.rstrip('/')}/jobs/{job['id']}", highlight=False, soft_wrap=True)
     _write_json(json_path, {"submission_id": submission_id, "jobs": dump})
     return exit_codes.combine(codes)
 
@@ -330,7 +334,7 @@ def job_outcome(job: dict[str, Any], report: dict[str, Any] | None) -> tuple[int
         return exit_codes.INFRA, "infrastructure: " + (job.get("error") or "the job could not run")
     if report is not None and report.get("cases") and status in ("succeeded", "failed"):
         return (exit_codes.of_cases(report["cases"], report["mode"]),
-                exit_codes.summary(report["cases"], report["mode"]))
+                vocabulary.summary(report["cases"], report["mode"]))
     if status in ("cancelled", "timeout"):
         return exit_codes.INFRA, STATUS_WORDS[status] + (f": {job['error']}" if job.get("error") else "")
     return exit_codes.UNUSABLE, "no case was judged" + (f": {job['error']}" if job.get("error") else "")

@@ -16,6 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from client import tokens
 from client.api_client import Api
 from client.ci import DEFAULT_SERVER, EXIT_OK, Unusable, labels_of, token_of, with_exit_codes
 
@@ -37,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--operator", default=None, help="JUnit only: the operator of every testcase")
     p.add_argument("--server", default=os.environ.get("CROSSCHECK_SERVER", DEFAULT_SERVER), metavar="URL",
                    help=f"server URL (default: $CROSSCHECK_SERVER or {DEFAULT_SERVER})")
-    p.add_argument("--token", default=None, help="API token with the submit scope (default: $CROSSCHECK_TOKEN)")
+    p.add_argument("--token", default=None, help=f"API token with the submit scope; the token is {tokens.SOURCES}")
     p.set_defaults(func=run)
 
 

@@ -14,6 +14,11 @@ needs an argument crosscheck cannot supply (stage `arguments`) is unusable input
 
 When cases disagree, a kernel defect wins (it is a fact about the kernel), then unusable input,
 then infrastructure.
+
+Each (verdict, stage) has one outcome and one code, in TABLE below: only a kernel defect (outcome `failed`)
+exits 1; a failed golden, a card that could not be set up or our limit is `broken` (2 or 3); what this host
+cannot judge (SIM limits, version skew, a reference only an NPU computes, an argument we cannot supply) is
+`skipped` (2 or 3).
 """
 from __future__ import annotations
 
@@ -29,38 +34,54 @@ NO_KERNEL = -1
 # Not an exit code either: a test function marked skip by its author, not run (docs/realops.md §10).
 SKIPPED = -2
 IDLE = (NO_KERNEL, SKIPPED)
-# The class words: runtime.vocabulary re-exports them, so the CLI, JUnit and the pages say the same words.
+# What an exit code means, for the CLI's result line; a case's outcome is in words in runtime.vocabulary.
 WORDS = {OK: "acceptable", KERNEL_DEFECT: "kernel defect", UNUSABLE: "unusable input", INFRA: "infrastructure"}
 _PRECEDENCE = (KERNEL_DEFECT, UNUSABLE, INFRA, OK)
+
+
+# The four outcomes, worst first: what a case says about the kernel (docs/dashboard.md §1), kept apart
+# as JUnit (<failure>, <error>, <skipped>) and Allure keep them. The exit code follows the outcome: only a
+# kernel defect exits 1.
+FAILED, BROKEN, SKIPPED_OUTCOME, ACCEPTABLE = "failed", "broken", "skipped", "acceptable"
+OUTCOMES = (FAILED, BROKEN, SKIPPED_OUTCOME, ACCEPTABLE)
+_ANY = ""  # a row for the verdict at any stage the table does not name
+# (verdict, stage) -> (outcome, code), the one table: every verdict not named here is a kernel defect.
+TABLE: dict[tuple[str, str], tuple[str, int]] = {
+    # cannot judge here: this host's SIM, pypto, hardware or Python cannot, or the test needs what we cannot give
+    (verdicts.SIM_UNSUPPORTED, _ANY): (SKIPPED_OUTCOME, INFRA),  # runtime.judge.simgap
+    (verdicts.VERSION_SKEW, _ANY): (SKIPPED_OUTCOME, UNUSABLE),  # judged on the wrong pypto (docs/versions.md)
+    (verdicts.NOT_RUN, verdicts.ENVIRONMENT_STAGE): (SKIPPED_OUTCOME, INFRA),  # runtime/judge/envgap.py
+    (verdicts.NOT_RUN, verdicts.NPU_ONLY_STAGE): (SKIPPED_OUTCOME, INFRA),  # a golden only an NPU can compute
+    (verdicts.NOT_RUN, verdicts.ARGUMENTS_STAGE): (SKIPPED_OUTCOME, UNUSABLE),  # a fixture we cannot supply
+    (verdicts.NOT_RUN, verdicts.NO_KERNEL_STAGE): (SKIPPED_OUTCOME, NO_KERNEL),  # see judged()
+    (verdicts.NOT_RUN, verdicts.SKIPPED_STAGE): (SKIPPED_OUTCOME, SKIPPED),
+    # a compare that cannot tell a kernel from garbage: counts for nothing, like a skipped test (docs/realops.md §11)
+    (verdicts.INCONCLUSIVE, _ANY): (SKIPPED_OUTCOME, SKIPPED),
+    # the harness or our infrastructure: the submission's golden failed, or our limit stopped the job
+    (verdicts.NOT_RUN, "golden"): (BROKEN, UNUSABLE),
+    (verdicts.NOT_RUN, "device"): (BROKEN, INFRA),  # the NPU card could not be set up (a faulty card, a driver)
+    (verdicts.NOT_RUN, verdicts.HARNESS_STAGE): (BROKEN, INFRA),  # our own code failed (runtime.judge.outcome)
+    (verdicts.RESOURCE_LIMIT, _ANY): (BROKEN, INFRA),  # nothing known about its maths: raise the limit
+}
+
+
+def _row(verdict: str, mode: str, stage: str) -> tuple[str, int]:
+    row = TABLE.get((verdict, stage)) or TABLE.get((verdict, _ANY))
+    if row:
+        return row
+    return (ACCEPTABLE, OK) if verdicts.acceptable(verdict, mode) else (FAILED, KERNEL_DEFECT)
+
+
+def outcome(verdict: str, mode: str, stage: str = "") -> str:
+    """One case's outcome (failed, broken, skipped, acceptable): the one mapping every surface uses."""
+    return _row(verdict, mode, stage)[0]
 
 
 def of_case(verdict: str, mode: str, stage: str = "") -> int:
     """One case's code. A case the harness could not judge is not the kernel's fault: a failed golden
     is the submission's (2), a device that could not be set up is ours (3), and so is a kernel this
     host's SIM cannot simulate (3: no capable host here, runtime.judge.simgap)."""
-    if verdicts.acceptable(verdict, mode):
-        return OK
-    if verdict == verdicts.SIM_UNSUPPORTED:
-        return INFRA
-    if verdict == verdicts.NOT_RUN and stage == "golden":
-        return UNUSABLE
-    if verdict == verdicts.VERSION_SKEW:  # judged on the wrong pypto: nothing known about the kernel (docs/versions.md)
-        return UNUSABLE
-    if verdict == verdicts.NOT_RUN and stage == "device":
-        return INFRA
-    if verdict == verdicts.NOT_RUN and stage == verdicts.HARNESS_STAGE:
-        return INFRA  # our own code failed: nothing is known about the kernel (runtime.judge.outcome)
-    if verdict == verdicts.NOT_RUN and stage == verdicts.ENVIRONMENT_STAGE:
-        return INFRA  # this host's Python lacks a package the submission imports (runtime/judge/envgap.py)
-    if verdict == verdicts.NOT_RUN and stage == verdicts.NO_KERNEL_STAGE:
-        return NO_KERNEL  # a script case that ran cleanly and launched no kernel: see judged()
-    if verdict == verdicts.NOT_RUN and stage == verdicts.SKIPPED_STAGE:
-        return SKIPPED
-    if verdict == verdicts.NOT_RUN and stage == verdicts.ARGUMENTS_STAGE:
-        return UNUSABLE
-    if verdict == verdicts.RESOURCE_LIMIT:  # our limit stopped it: nothing known about its maths
-        return INFRA
-    return KERNEL_DEFECT
+    return _row(verdict, mode, stage)[1]
 
 
 def combine(codes: Iterable[int]) -> int:
@@ -77,32 +98,3 @@ def of_cases(cases: Iterable[Any], mode: str) -> int:
         return str((case.get(key) if isinstance(case, dict) else getattr(case, key, "")) or "")
 
     return combine(of_case(get(c, "verdict"), mode, get(c, "stage")) for c in cases)
-
-
-def summary(cases: Iterable[Any], mode: str) -> str:
-    """One line saying what happened, e.g. 'kernel defect: 2 of 2 cases (graph fail ×2)'."""
-    rows = [c if isinstance(c, dict) else {"verdict": c.verdict, "stage": c.stage} for c in cases]
-    code = combine(of_case(str(r["verdict"]), mode, str(r.get("stage") or "")) for r in rows)
-    if not rows:
-        return "unusable input: no case was judged"
-    codes = [of_case(str(r["verdict"]), mode, str(r.get("stage") or "")) for r in rows]
-    skipped = codes.count(SKIPPED)
-    marked = f"; {skipped} marked skip by the test (not run)" if skipped else ""
-    if all(c in IDLE for c in codes):
-        if not skipped:
-            return f"unusable input: none of the {len(rows)} case(s) launched a kernel (not run ×{len(rows)})"
-        return f"unusable input: none of the {len(rows)} case(s) was judged ({skipped} marked skip by the test)"
-    bad = [r for r, c in zip(rows, codes) if c == code]
-    counts: dict[str, int] = {}
-    for r in bad:
-        counts[str(r["verdict"])] = counts.get(str(r["verdict"]), 0) + 1
-    what = ", ".join(f"{v.replace('_', ' ')} ×{n}" for v, n in counts.items())
-    if code == OK:
-        idle = codes.count(NO_KERNEL)
-        if idle:
-            return (f"acceptable: {len(bad)} of {len(rows)} case(s) ({what}); {idle} launched no kernel "
-                    f"(not run ×{idle}: nothing to judge){marked}")
-        if skipped:
-            return f"acceptable: {len(bad)} of {len(rows)} case(s) ({what}){marked}"
-        return f"acceptable: all {len(rows)} case(s) ({what})"
-    return f"{WORDS[code]}: {len(bad)} of {len(rows)} case(s) ({what}){marked}"

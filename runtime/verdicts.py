@@ -39,6 +39,8 @@ NO_KERNEL_STAGE = "no_kernel"
 SKIPPED_STAGE = "skipped"
 # The stage of a test function that needs an argument crosscheck cannot supply: the kernel never ran.
 ARGUMENTS_STAGE = "arguments"
+# The stage of a case whose golden or test called a torch_npu op only an NPU can run: not judged on this host.
+NPU_ONLY_STAGE = "npu_only"
 # The stage of a case this host's Python stopped before any kernel ran (runtime/judge/envgap.py).
 ENVIRONMENT_STAGE = "environment"
 # The stage of a case the harness's own code failed (in the job, its leader or the warm parent): infrastructure.

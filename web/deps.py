@@ -12,7 +12,7 @@ from fastapi import Depends, Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from runtime import numbers
+from runtime import numbers, vocabulary
 from runtime.modes import MODES
 from server.auth import ANONYMOUS, Caller, require
 from server.services.provenance import describe as provenance
@@ -24,6 +24,8 @@ templates_dir = HERE / "templates"
 templates = Jinja2Templates(directory=templates_dir)
 templates.env.filters.update(fmt.FILTERS)
 templates.env.globals["MODES"] = MODES
+templates.env.globals["OUTCOMES"] = vocabulary.OUTCOMES  # the four outcomes, worst first (docs/dashboard.md §1)
+templates.env.globals["OUTCOME_WORDS"] = vocabulary.WORDS
 templates.env.globals["AICORE_US"] = numbers.AICORE_US  # units as written, never case-transformed  # the one list of modes (runtime.modes)
 templates.env.filters["provenance"] = provenance  # a result's source, card and whether it is verified
 templates.env.globals["FLAG_EXPLANATION"] = (

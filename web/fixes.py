@@ -13,7 +13,7 @@ from runtime import vocabulary
 @functools.lru_cache(maxsize=1)
 def _texts() -> dict[str, dict[str, str]]:
     out = {r.id: {"rule": r.id, "cause": r.cause, "fix": r.fix} for r in diagnose.load_rules()}
-    for d in (verdict_diagnoses.GOLDEN_FALLBACK, verdict_diagnoses.OUTPUT_NOT_WRITTEN):
+    for d in (verdict_diagnoses.GOLDEN_FALLBACK, verdict_diagnoses.not_written({})):
         out[d.rule] = {"rule": d.rule, "cause": d.cause, "fix": d.fix}
     return out
 

@@ -120,26 +120,32 @@ def job_status(status: str | None) -> str:
 
 
 def job_badge(job: Any) -> dict[str, str]:
-    """A job's badge: a finished job says its class (acceptable, kernel defect, unusable input,
-    infrastructure) in that class's colour, the words the CLI and JUnit use; others say their status."""
+    """A job's badge: a finished job says its outcome (runtime.vocabulary) in that outcome's colour, the words
+    the CLI and JUnit use; others say their status."""
     status = getattr(job, "status", None)
     summary = getattr(job, "summary", None) or {}
-    klass = None
+    kind = None
     if status in ("succeeded", "failed"):
-        klass = summary.get("class")
+        kind = summary.get("outcome")
         counts = summary.get("verdicts") or {}
-        # stored before the class was: its verdicts decide it, unless a not_run's class hangs on its stage
-        if klass is None and counts and "not_run" not in counts:
-            klass = vocabulary.cases_class([{"verdict": v} for v in counts], getattr(job, "mode", "sim"))
-    if klass in vocabulary.CLASS_CSS:
-        return {"text": klass, "css": vocabulary.CLASS_CSS[klass], "title": f"status {status}: {klass}"}
+        # stored before the outcome was: its verdicts decide it, unless a not_run's outcome hangs on its stage
+        if kind is None and counts and "not_run" not in counts:
+            kind = vocabulary.cases_outcome([{"verdict": v} for v in counts], getattr(job, "mode", "sim"))
+    if kind in vocabulary.CSS:
+        text = vocabulary.word(kind)
+        return {"text": text, "css": vocabulary.CSS[kind], "title": f"status {status}: {text}"}
     return {"text": job_status(status), "css": f"st-{status}", "title": f"status {status}"}
 
 
-def verdict_class(verdict: str | None, mode: str = "sim", stage: str = "") -> dict[str, str]:
-    """{text, css} of a verdict's class for its mode, for a badge beside the verdict."""
-    klass = vocabulary.verdict_class(verdict, mode, stage)
-    return {"text": klass or "", "css": vocabulary.CLASS_CSS.get(klass or "", "")}
+def outcome(verdict: str | None, mode: str = "sim", stage: str = "") -> dict[str, str]:
+    """{text, css, id} of a verdict's outcome for its mode, for a badge beside the verdict."""
+    kind = vocabulary.outcome(verdict, mode, stage)
+    return {"text": vocabulary.word(kind), "css": vocabulary.CSS.get(kind or "", ""), "id": kind or ""}
+
+
+def outcome_badge(kind: str | None) -> dict[str, str]:
+    """{text, css, id} of an outcome already decided (an operator's, a run's)."""
+    return {"text": vocabulary.word(kind), "css": vocabulary.CSS.get(kind or "", ""), "id": kind or ""}
 
 
 def percent(value: Any) -> str:
@@ -201,7 +207,8 @@ def explain(rules: str | None) -> dict[str, Any] | None:
     return fixes.explain(rules)
 
 
-FILTERS = {"explain": explain, "ago": ago, "job_status": job_status, "job_badge": job_badge, "verdict_class": verdict_class,
+FILTERS = {"explain": explain, "ago": ago, "job_status": job_status, "job_badge": job_badge, "outcome": outcome,
+           "outcome_badge": outcome_badge,
            "nan_inf": numbers.nan_inf, "ticks": ticks, "diagnosis_rules": diagnosis_rules, "graph_cell": graph_cell, "sim_diff_of": sim_diff, "slug": slug, "structure": structure,
            "sig": sig, "magnitude": magnitude, "duration": duration, "percent": percent, "iso": iso,
            "utc_text": utc_text, "verdict_label": label}

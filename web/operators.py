@@ -6,11 +6,11 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from server.api.deps import SessionDep
+from server.api.deps import SessionDep, SettingsDep
 from server.models.base import utcnow
 from server.models.job import AWAITING_NPU, QUEUED, RUNNING
-from server.services import commit_history, history, history_spans, queries
-from server.services.combined import FLAGGED
+from server.services import commit_history, history, history_spans, queries, workers
+from server.services.combined import FLAGGED, MEMORY_REASON
 from web import case_charts, charts, diff_chart, drift_chart
 from web.deps import Reader, render
 from web.errors import HtmlRoute
@@ -37,7 +37,7 @@ def history_window(range_: str, case: str | None = None) -> history.Window:
 
 
 @router.get("/operators/{name:path}", response_class=HTMLResponse, name="operator")
-def operator_page(request: Request, name: str, session: SessionDep, caller: Reader,
+def operator_page(request: Request, name: str, session: SessionDep, settings: SettingsDep, caller: Reader,
                   range: Range = "runs",  # noqa: A002 (the query parameter's name)
                   case: Annotated[str | None, Query(max_length=200)] = None) -> HTMLResponse:
     """?case=NAME: that case alone in the history; else all cases, then each case's own small chart."""
@@ -53,6 +53,8 @@ def operator_page(request: Request, name: str, session: SessionDep, caller: Read
     jobs = queries.recent_jobs(session, RECENT_JOBS, operator_id=operator.id)
     return render(request, "operator.html", caller, op=operator, row=row, history=runs, range=range,
                   npu_pending=[j for j in jobs if j.mode == "npu" and j.status in PENDING],
+                  npu_online=workers.serving(session, settings.job_heartbeat_s, ("npu",))["npu"]["online"] > 0,
+                  graph_memory=any(c["reason"] == MEMORY_REASON for c in row["cases"]),
                   history_runs=HISTORY_RUNS, case=case, per_case=per_case,
                   flagged=operator.combined_verdict in FLAGGED,
                   diff_chart=diff_chart.build(runs, failed), graph_failed=failed,

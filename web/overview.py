@@ -28,7 +28,7 @@ REFRESH_S = 10
 # when the row is opened (/cases?operator=NAME), never for a whole page (docs/dashboard.md §6).
 CASE_COLUMNS = (CaseResult.id, CaseResult.job_id, CaseResult.verdict, CaseResult.max_abs_diff, CaseResult.nan_count,
                 CaseResult.output_written, CaseResult.graph_status, CaseResult.graph_max_abs_diff, CaseResult.atol,
-                CaseResult.aicore_time_us, CaseResult.case)
+                CaseResult.aicore_time_us, CaseResult.case, CaseResult.stage)
 SINCE = {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7), "30d": timedelta(days=30)}
 
 
@@ -50,28 +50,30 @@ def case_rows(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @router.get("/", response_class=HTMLResponse, name="overview")
 def overview(request: Request, session: SessionDep, caller: Reader,
              verdict: Annotated[list[str], Query()] = [],  # noqa: B006 - FastAPI copies defaults
+             outcome: Annotated[list[str], Query()] = [],  # noqa: B006
              mode: str = "", branch: str = "", author: str = "", since: str = "", q: str = "",
              page: Annotated[int, Query(ge=1, le=100_000)] = 1,
              per_page: Annotated[int, Query(ge=1, le=queries.MAX_PAGE)] = 50) -> HTMLResponse:
     """Real defects first (list_operators orders by verdict severity), then flagged, then the rest."""
     if since and since not in SINCE:
         raise InvalidInput(f"unknown time window {since!r}; use one of {', '.join(SINCE)}")
-    f = queries.OperatorFilter(verdict=[v for v in verdict if v], q=q.strip(), mode=mode or None,
+    f = queries.OperatorFilter(verdict=[v for v in verdict if v], outcome=[o for o in outcome if o], q=q.strip(),
+                               mode=mode or None,
                                branch=branch.strip() or None, author=author.strip() or None,
                                since=utcnow() - SINCE[since] if since else None)
     operators, total = queries.list_operators(session, f, limit=per_page, offset=(page - 1) * per_page)
-    params = {"verdict": f.verdict, "mode": mode, "branch": branch, "author": author, "since": since, "q": q,
+    params = {"verdict": f.verdict, "outcome": f.outcome, "mode": mode, "branch": branch, "author": author, "since": since, "q": q,
               "per_page": per_page if per_page != 50 else ""}
     pages = max(1, -(-total // per_page))
     active = queries.count_jobs(session, ACTIVE)
     return render(request, "overview.html", caller, active=active, refresh_s=REFRESH_S,
                   rows=[operator_row(op) for op in operators], total=total,
-                  counts=queries.verdict_counts(session), verdicts=COMBINED, flagged=FLAGGED, f=f,
+                  counts=queries.outcome_counts(session), verdicts=COMBINED, flagged=FLAGGED, f=f,
                   params=params, mode=mode, since=since, since_choices=list(SINCE), page=page, pages=pages,
                   per_page=per_page, per_page_choices=PER_PAGE_CHOICES, labels=queries.label_values(session),
                   page_url=lambda n: "/?" + _query(params, page=n),
                   csv_query=_query({k: v for k, v in params.items() if k in ('verdict', 'mode', 'branch', 'author', 'q')}),
-                  verdict_url=lambda v: "/?" + _query(params, verdict=[v], page=1))
+                  outcome_url=lambda o: "/?" + _query(params, outcome=[o], verdict=[], page=1))
 
 
 def _query(params: dict[str, Any], **changes: Any) -> str:

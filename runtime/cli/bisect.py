@@ -16,7 +16,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from runtime import exit_codes
+from runtime import exit_codes, vocabulary
 from runtime.bisect import git, metric, search
 from runtime.cli import cli
 from runtime.errors import HostError, SubmissionError
@@ -183,7 +183,7 @@ class _Prober:
 def step_of_cases(sha: str, cases: list[Any], mode: str) -> search.Step:
     """A run revision's step from its report's cases (runtime.report.CaseResult), wherever it ran."""
     code = exit_codes.of_cases(cases, mode)
-    summary = exit_codes.summary(cases, mode)
+    summary = vocabulary.summary(cases, mode)
     cls = {exit_codes.OK: search.ACCEPTABLE, exit_codes.KERNEL_DEFECT: search.DEFECT}.get(code, search.SKIP)
     return search.Step(sha, cls, "run", summary, reason=summary if cls == search.SKIP else "",
                        exit_code=code, cases={c.case: _case(c) for c in cases})

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.cli import cli_help
-from runtime import exit_codes
+from runtime import exit_codes, vocabulary
 from runtime.evidence.calculator import default_cache_dir
 from runtime.errors import HostError, SubmissionError
 from runtime.fence.sandbox import DEFAULT_PROCESSES
@@ -234,7 +234,8 @@ def _run_and_print(args: argparse.Namespace, options: Any, loaded: Any, reports:
             err.print(f"gym: {path}", soft_wrap=True)
     code = exit_codes.of_cases(report.cases, report.mode)
     err.print(("[bold green]" if code == exit_codes.OK else "[bold red]") + "result:[/] "
-              + exit_codes.summary(report.cases, report.mode) + f" (exit {code})", soft_wrap=True)
+              + vocabulary.summary(report.cases, report.mode) + f" (exit {code}: {exit_codes.WORDS[code]})",
+              soft_wrap=True)
     return code
 
 

@@ -66,17 +66,24 @@ def _aicore_text(case: CaseResult) -> str:
 
 
 def _verdict(case: CaseResult, mode: str) -> Text:
-    """The verdict id, coloured by its class (runtime.vocabulary: the pages use the same classes)."""
-    klass = vocabulary.verdict_class(case.verdict, mode, case.stage)
-    return Text(case.verdict, style=vocabulary.CLASS_RICH.get(klass or "", ""), no_wrap=True)
+    """The verdict id, coloured by its outcome (runtime.vocabulary: the pages use the same colours)."""
+    kind = vocabulary.outcome(case.verdict, mode, case.stage)
+    return Text(case.verdict, style=vocabulary.RICH.get(kind or "", ""), no_wrap=True)
 
 
-_COLUMNS = ("case", "verdict", "structure", "stage", "launches", "written", "max |diff|", "graph", numbers.AICORE_US,
+def _outcome(case: CaseResult, mode: str) -> Text:
+    """The case's outcome in the words and colour every surface uses (runtime.vocabulary)."""
+    kind = vocabulary.outcome(case.verdict, mode, case.stage)
+    return Text(vocabulary.word(kind), style=vocabulary.RICH.get(kind or "", ""), no_wrap=True)
+
+
+_COLUMNS = ("case", "verdict", "outcome", "structure", "stage", "launches", "written", "max |diff|", "graph", numbers.AICORE_US,
             "time s")
 
 
 def _rows(report: Report) -> list[list[str]]:
-    return [[case.case, case.verdict, _structure_text(case), case.stage, str(case.kernel_launches), _written_text(case),
+    return [[case.case, case.verdict, vocabulary.word(vocabulary.outcome(case.verdict, report.mode, case.stage)),
+             _structure_text(case), case.stage, str(case.kernel_launches), _written_text(case),
              _diff_text(case, report.mode), _graph_text(case), _aicore_text(case), f"{case.duration_s:.2f}"]
             for case in report.cases]
 
@@ -109,14 +116,16 @@ def _wide_table(report: Report, rows: list[list[str]]) -> Table:
     for col in _COLUMNS:
         table.add_column(col, no_wrap=True)
     for case, row in zip(report.cases, rows):
-        table.add_row(escape(row[0]), _verdict(case, report.mode), *(escape(cell) for cell in row[2:]))
+        table.add_row(escape(row[0]), _verdict(case, report.mode), _outcome(case, report.mode),
+                      *(escape(cell) for cell in row[3:]))
     return table
 
 
 def _print_stacked(report: Report, console: Console) -> None:
     """One block per case: the verdict on the first line, then the deciding evidence first."""
     for case in report.cases:
-        head = Text.assemble((case.case, "bold"), "  ", _verdict(case, report.mode), f"  {case.duration_s:.2f} s")
+        head = Text.assemble((case.case, "bold"), "  ", _verdict(case, report.mode), " · ", _outcome(case, report.mode),
+                             f"  {case.duration_s:.2f} s")
         console.print(head, overflow="fold")
         graph = _graph_text(case)
         evidence = [f"graph {graph}"] if graph != "-" else []
@@ -226,7 +235,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
         console.print("[bold]lint[/]")
         for f in report.lint:
             _print_indented(console, f"{f.severity:7} {f.file}:{f.line} [{f.rule}] {f.message}", 2)
-    console.print(summary_line(report), highlight=False)
+    _print_indented(console, summary_line(report), 0)
 
 
 def _print_indented(console: Console, text: str, indent: int) -> None:
@@ -239,17 +248,8 @@ def _print_indented(console: Console, text: str, indent: int) -> None:
 
 
 def summary_line(report: Report) -> str:
-    """What happened, in words: how many cases are acceptable for the mode, and what the others are."""
-    total = len(report.cases)
-    ok = [c for c in report.cases if verdicts.acceptable(c.verdict, report.mode)]
-    counts: dict[str, int] = {}
-    for case in report.cases:
-        if not verdicts.acceptable(case.verdict, report.mode):
-            counts[case.verdict] = counts.get(case.verdict, 0) + 1
-    others = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
-    text = f"{len(ok)} of {total} case(s) acceptable for {report.mode.upper()}"
-    if others:
-        text += f"; {others}"
+    """What happened, in words: the cases by outcome, worst first, as every surface counts them."""
+    text = f"{report.mode.upper()}, {len(report.cases)} case(s): {vocabulary.summary(report.cases, report.mode)}"
     if report.cancelled:
         text += "; stopped before every case ran"
     return text + f" ({report.duration_s:.1f} s)"

@@ -23,6 +23,7 @@ OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out o
 # Nothing of the kernel could be judged: a test function needs an argument we do not supply
 # (runtime.intake.testmodule), or the test called a torch_npu fused op the SIM stand-in cannot run (runtime.devices.standin).
 NOT_RUN_ERRORS = ("CannotCall", "NeedsRealNpu", "NpuKernelMissing", *envgap.PYTEST_NOT_RUN)
+NPU_ONLY_ERRORS = ("NeedsRealNpu", "NpuKernelMissing")  # cannot judge here (runtime.exit_codes: skipped)
 # A job that ended this way never reached its script's compares (graph verify cannot say `no_compare`).
 STOPPED = ("resource_limit", "timeout", "oom", "crash")
 
@@ -239,6 +240,11 @@ def _not_the_kernels(verdict: str, reason: str, stage: str, ev: verdicts.Evidenc
         return verdict, f"{error.message}: its kernel never ran", verdicts.ARGUMENTS_STAGE
     if error is not None and error.type in envgap.PYTEST_NOT_RUN:  # pytest's own answer (runtime/job/pytest_run.py)
         return envgap.pytest_not_run(error)
+    if verdict == verdicts.NOT_RUN and error is not None and launches == 0 and (
+            error.type in NPU_ONLY_ERRORS or any(f"raised {t}" in error.message for t in NPU_ONLY_ERRORS)):
+        # the golden (GoldenError wraps what it raised) or the test called a torch_npu op the stand-in cannot run
+        return verdict, ("the golden or the test calls a torch_npu op only an NPU can compute: not judged on this "
+                         "host; judge it on an NPU"), verdicts.NPU_ONLY_STAGE
     package = envgap.missing_package(error, ctx.dirs.src, launches) if ctx.is_script else None
     if package and verdict in (verdicts.STRUCTURAL_ERROR, verdicts.NOT_RUN):
         return verdicts.NOT_RUN, envgap.reason(package), envgap.STAGE

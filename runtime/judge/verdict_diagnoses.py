@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from runtime import numbers
 from runtime.judge import diagnose
 from runtime.report import Diagnosis
 
@@ -23,9 +24,22 @@ GOLDEN_FALLBACK = Diagnosis(
 OUTPUT_NOT_WRITTEN = Diagnosis(
     rule="output-not-written", sim_only=False,
     cause="The kernel never assigned its output argument, so the output still holds what was there before "
-          "(here identical to the golden): nothing the kernel computed was compared.",
+          "({before}): nothing the kernel computed was compared.",
     fix="Write the result into the output tensor argument (e.g. `out[:] = ...` or `pypto.assemble`), "
         "not into a new local tensor.")
+
+
+def not_written(graph: dict[str, Any]) -> Diagnosis:
+    """output-not-written, saying what the unwritten output held by graph verify's own numbers: identical to the
+    golden only when its max |diff| was 0, else leftover memory as far from the golden as it measured."""
+    diff = (graph.get("metrics") or {}).get("max_abs_diff")
+    if diff == 0:
+        before = "here identical to the golden"
+    elif isinstance(diff, (int, float)):
+        before = f"here leftover memory, graph verify's max |diff| {numbers.sig(diff)} from the golden"
+    else:
+        before = "not the kernel's result"
+    return Diagnosis(**{**OUTPUT_NOT_WRITTEN.__dict__, "cause": OUTPUT_NOT_WRITTEN.cause.format(before=before)})
 
 
 def failed_stage(stage_failed: str | None, last_stage: str, mode: str, graph: dict[str, Any] | None,
@@ -48,7 +62,7 @@ def lead(diagnoses: list[Diagnosis], verdict: str, stage: str, golden_fallback: 
     if golden_fallback and verdict in ("suspect_fake_pass", "graph_fail"):
         own.append(GOLDEN_FALLBACK)
     if graph and graph.get("status") == "fail" and graph.get("output_written") is False:
-        own.append(OUTPUT_NOT_WRITTEN)
+        own.append(not_written(graph))
     explained = any(not d.rule.startswith(diagnose.NOISE_PREFIX) for d in diagnoses)
     if not own and verdict == "graph_fail" and not explained:
         own.append(_graph_mismatch(graph))

@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
+from runtime import vocabulary
 from server.db import session_scope
 from server.models.base import utcnow
 from server.models import Job, Operator
@@ -22,11 +23,16 @@ MAX_ERROR_CHARS = 60
 
 def job_line(job_id: int, operator: str, mode: str, status: str, summary: dict[str, Any], error: str | None,
              base_url: str) -> str:
-    """`job 3 softmax (sim): sim_garbage_graph_ok ×2  http://.../jobs/3`."""
+    """`job 3 softmax (sim): acceptable ×2 (sim_garbage_graph_ok ×2)  http://.../jobs/3`: the outcomes in the
+    words every surface uses (runtime.vocabulary), then the verdicts."""
     verdicts = summary.get("verdicts") or {}
+    outcomes = summary.get("outcomes") or {}
     if verdicts:
-        outcome = ", ".join(f"{v} ×{n}" if n > 1 else v
-                            for v, n in sorted(verdicts.items(), key=lambda item: (-item[1], item[0])))
+        listed = ", ".join(f"{v} ×{n}" if n > 1 else v
+                           for v, n in sorted(verdicts.items(), key=lambda item: (-item[1], item[0])))
+        words = "; ".join(vocabulary.word(o) + (f" ×{outcomes[o]}" if outcomes[o] > 1 else "")
+                          for o in vocabulary.OUTCOMES if outcomes.get(o))
+        outcome = f"{words} ({listed})" if words else listed
     elif error:
         first = error.strip().splitlines()[0] if error.strip() else status
         outcome = f"{status}: {first[:MAX_ERROR_CHARS]}{'…' if len(first) > MAX_ERROR_CHARS else ''}"

@@ -19,6 +19,8 @@ class Operator(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
     # Summary of the latest results, rewritten whenever a job of this operator finishes.
     combined_verdict: Mapped[str | None] = mapped_column(String(32), index=True)
+    # The worst case's outcome across modes (runtime.vocabulary; server.services.combined.outcome).
+    outcome: Mapped[str | None] = mapped_column(String(16), index=True)
     case_count: Mapped[int] = mapped_column(Integer, default=0)
     verdict_counts: Mapped[dict[str, Any]] = mapped_column(default=dict)
     sim_verdict: Mapped[str | None] = mapped_column(String(32))

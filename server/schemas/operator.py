@@ -22,6 +22,7 @@ class OperatorRead(OrmModel):
     id: int
     name: str
     combined_verdict: str | None
+    outcome: str | None = None  # failed | broken | skipped | acceptable (runtime.vocabulary, docs/dashboard.md §1)
     case_count: int
     verdict_counts: dict[str, int]
     sim_verdict: str | None

@@ -139,6 +139,7 @@ class SuiteRunResultRead(BaseModel):
     flaky: bool
     note: str
     duration_s: float | None = None
+    stage: str | None = None  # what a not_run's outcome hangs on (runtime.exit_codes.TABLE)
 
 
 class SuiteRunResultList(BaseModel):
@@ -153,6 +154,8 @@ class ChangeRead(BaseModel):
     before: str | None
     after: str | None
     why: str
+    outcome_before: str = ""  # in words (runtime.vocabulary)
+    outcome_after: str = ""
 
 
 class ComparisonRead(BaseModel):

@@ -22,6 +22,10 @@ says nothing about the maths: in SIM it reads as SIM garbage, and an NPU one as 
 """
 from __future__ import annotations
 
+from typing import Any
+
+from runtime import vocabulary
+
 PASS = "pass"
 SIM_GARBAGE_NPU_OK = "sim_garbage_npu_ok"
 SIM_GARBAGE_GRAPH_OK = "sim_garbage_graph_ok"
@@ -49,8 +53,16 @@ _SIM_GARBAGE = {"sim_output_unwritten", "sim_garbage_graph_ok", INCONCLUSIVE}
 _NPU_BROKEN = {"structural_error", "crash", "timeout", "resource_limit", "not_run"}
 
 
-def combine(sim: str | None, npu: str | None) -> tuple[str, str]:
-    """(combined verdict, one-line reason) from the latest SIM and NPU case verdicts."""
+# SIM could not decide because graph verify needed more memory than the job had (runtime.judge.reruns): more
+# memory decides it on a CPU host, no NPU needed.
+MEMORY_REASON = ("SIM ran the kernel, but graph verify needed more memory than the job's limit, so its maths was not "
+                 "judged: run it with more memory (`crosscheck run PATH --memory GIB`, or the server's CASE_MEMORY_GIB)"
+                 " and graph verify decides it on a CPU host")
+
+
+def combine(sim: str | None, npu: str | None, graph_memory: bool = False) -> tuple[str, str]:
+    """(combined verdict, one-line reason) from the latest SIM and NPU case verdicts; `graph_memory`: SIM's graph
+    verify was stopped by the job's memory limit."""
     if "suspect_fake_pass" in (sim, npu):
         mode = "SIM" if sim == "suspect_fake_pass" else "NPU"
         return SUSPECT_FAKE_PASS, f"{mode}: the result matches but the kernel cannot have produced it"
@@ -84,6 +96,8 @@ def combine(sim: str | None, npu: str | None) -> tuple[str, str]:
         if sim == "pass":
             return AWAITING_NPU, "SIM passed; hardware precision needs an NPU run"
         # Nothing is waiting unless an NPU job exists (the pages say which): SIM could not decide.
+        if graph_memory:
+            return AWAITING_NPU, MEMORY_REASON
         return AWAITING_NPU, ("SIM ran the kernel but could not judge its maths (graph verify gave no verdict); "
                               "an NPU run would decide")
     if npu in _NPU_BROKEN:
@@ -112,3 +126,11 @@ _CLAIM = {name: i for i, name in enumerate(CLAIM_ORDER)}
 def worst(verdicts: list[str]) -> str | None:
     """The operator's verdict from its cases': the worst defect, else the weakest claim."""
     return min(verdicts, key=lambda v: _CLAIM.get(v, -1)) if verdicts else None
+
+
+def outcome(sim: Any, npu: Any) -> str | None:
+    """A case's outcome across modes from its latest SIM and NPU results (rows with verdict and stage),
+    in the one vocabulary (runtime.vocabulary): the same words its job pages and `crosscheck run` say."""
+    return vocabulary.across_modes(
+        vocabulary.outcome(getattr(r, "verdict", None), mode, getattr(r, "stage", "") or "")
+        for r, mode in ((sim, "sim"), (npu, "npu")) if r is not None)

@@ -6,12 +6,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, case, func, select
 from sqlalchemy.orm import Session, defer
 
 from server.errors import InvalidInput, NotFound
 from server.models import CaseResult, CaseState, Job, Operator, Worker
 from server.models.job import AWAITING_NPU, QUEUED, RUNNING
+from runtime import vocabulary
+from server.services import combined
 from server.services.combined import COMBINED, SEVERITY
 
 MAX_PAGE = 500
@@ -20,6 +22,7 @@ MAX_PAGE = 500
 @dataclass
 class OperatorFilter:
     verdict: list[str] = field(default_factory=list)  # combined verdicts
+    outcome: list[str] = field(default_factory=list)  # runtime.vocabulary.OUTCOMES
     q: str = ""  # substring of the name
     mode: str | None = None  # only operators with a result in this mode
     branch: str | None = None
@@ -34,6 +37,11 @@ def _operator_query(f: OperatorFilter) -> Select[Any]:
         if bad:
             raise InvalidInput(f"unknown verdict(s) {', '.join(bad)}; use {', '.join(COMBINED)}")
         stmt = stmt.where(Operator.combined_verdict.in_(f.verdict))
+    if f.outcome:
+        bad = [o for o in f.outcome if o not in vocabulary.OUTCOMES]
+        if bad:
+            raise InvalidInput(f"unknown outcome(s) {', '.join(bad)}; use {', '.join(vocabulary.OUTCOMES)}")
+        stmt = stmt.where(Operator.outcome.in_(f.outcome))
     if f.q:
         stmt = stmt.where(Operator.name.ilike(f"%{f.q}%"))
     if f.mode == "sim":
@@ -57,14 +65,20 @@ def list_operators(session: Session, f: OperatorFilter, limit: int = 50, offset:
     stmt = _operator_query(f)
     total = session.scalar(select(func.count()).select_from(stmt.subquery())) or 0
     severity = _severity_case()
-    rows = list(session.scalars(stmt.order_by(severity, Operator.name).limit(limit).offset(max(0, offset))))
+    worst = case(*[(Operator.outcome == o, i) for i, o in enumerate(vocabulary.OUTCOMES)], else_=len(vocabulary.OUTCOMES))
+    rows = list(session.scalars(stmt.order_by(worst, severity, Operator.name).limit(limit).offset(max(0, offset))))
     return rows, int(total)
 
 
 def _severity_case() -> Any:
-    from sqlalchemy import case
-
     return case(*[(Operator.combined_verdict == v, i) for v, i in SEVERITY.items()], else_=len(SEVERITY))
+
+
+def outcome_counts(session: Session) -> dict[str, int]:
+    """Operators by outcome (runtime.vocabulary), the overview's chips."""
+    rows = session.execute(select(Operator.outcome, func.count()).where(Operator.outcome.is_not(None))
+                           .group_by(Operator.outcome))
+    return {o: int(n) for o, n in rows}
 
 
 def verdict_counts(session: Session) -> dict[str, int]:
@@ -98,8 +112,9 @@ def state_results(session: Session, states: Sequence[Any], *columns: Any, lean: 
 
 
 def _case_row(state: Any, results: dict[int, Any]) -> dict[str, Any]:
+    sim, npu = results.get(state.sim_result_id or 0), results.get(state.npu_result_id or 0)
     return {"case": state.case, "combined_verdict": state.combined_verdict, "reason": state.reason,
-            "sim": results.get(state.sim_result_id or 0), "npu": results.get(state.npu_result_id or 0)}
+            "sim": sim, "npu": npu, "outcome": combined.outcome(sim, npu)}
 
 
 def operator_cases(session: Session, operator_id: int) -> list[dict[str, Any]]:

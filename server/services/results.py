@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from types import SimpleNamespace
 from typing import Any
 
 from pydantic import ValidationError
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, text
 from sqlalchemy.orm import Session
 
 from runtime import report as runtime_report
@@ -24,6 +25,9 @@ from server.models.base import utcnow
 from server.models.job import CANCELLED, ERROR, FAILED, RUNNING, SUCCEEDED, TIMEOUT
 from server.services import combined, coverage, history_spans, provenance, queries, suite_runs
 from server.services.jobs import finish
+
+GRAPH_MEMORY_RULE = "graph-verify-memory"  # runtime.judge.reruns: graph verify stopped at the job's memory limit
+
 
 def validate_report(report: Any) -> dict[str, Any]:
     """The posted report, parsed with the runtime's own report classes (runtime/report.py, the one
@@ -113,12 +117,16 @@ def case_values(job: Job, attempt: int, sub: Submission | None, case: dict[str, 
 
 
 def _summary(rows: list[CaseResult]) -> dict[str, Any]:
-    """Verdict counts, and the job's class in the one vocabulary (runtime.vocabulary: the worst case's)."""
+    """Verdict and outcome counts, and the job's outcome in the one vocabulary (runtime.vocabulary: as its
+    exit code)."""
     counts: dict[str, int] = {}
+    outcomes: dict[str, int] = {}
     for row in rows:
         counts[row.verdict] = counts.get(row.verdict, 0) + 1
-    klass = vocabulary.cases_class(rows, rows[0].mode) if rows else None
-    return {"verdicts": counts, "cases": len(rows), "class": klass}
+        kind = vocabulary.outcome(row.verdict, row.mode, row.stage) or ""
+        outcomes[kind] = outcomes.get(kind, 0) + 1
+    kind = vocabulary.cases_outcome(rows, rows[0].mode) if rows else None
+    return {"verdicts": counts, "cases": len(rows), "outcome": kind, "outcomes": outcomes}
 
 
 def _update_latest(session: Session, job: Job, rows: list[CaseResult]) -> None:
@@ -134,7 +142,9 @@ def _update_latest(session: Session, job: Job, rows: list[CaseResult]) -> None:
             state.npu_result_id = row.id
         sim = session.get(CaseResult, state.sim_result_id) if state.sim_result_id else None
         npu = session.get(CaseResult, state.npu_result_id) if state.npu_result_id else None
-        state.combined_verdict, reason = combined.combine(sim.verdict if sim else None, npu.verdict if npu else None)
+        memory = bool(sim and ((sim.report or {}).get("graph_verify") or {}).get("rule") == GRAPH_MEMORY_RULE)
+        state.combined_verdict, reason = combined.combine(sim.verdict if sim else None, npu.verdict if npu else None,
+                                                          memory)
         state.reason = reason[:300]
         state.updated_at = utcnow()
     session.flush()
@@ -154,13 +164,15 @@ def refresh_operator(session: Session, operator_id: int) -> None:
                                     CaseResult.max_abs_diff, CaseResult.graph_status, CaseResult.graph_max_abs_diff,
                                     CaseResult.atol, CaseResult.aicore_time_us, CaseResult.case,
                                     CaseResult.kernel_launches, CaseResult.nan_count, CaseResult.output_written,
-                                    CaseResult.source)
+                                    CaseResult.source, CaseResult.stage)
     sims = [results[s.sim_result_id] for s in states if s.sim_result_id in results]
     npus = [results[s.npu_result_id] for s in states if s.npu_result_id in results]
     counts: dict[str, int] = {}
     for s in states:
         counts[s.combined_verdict] = counts.get(s.combined_verdict, 0) + 1
     operator.combined_verdict = combined.worst([s.combined_verdict for s in states])
+    operator.outcome = vocabulary.worst(combined.outcome(results.get(s.sim_result_id or 0),
+                                                         results.get(s.npu_result_id or 0)) for s in states)
     operator.case_count = len(states)
     operator.verdict_counts = counts
     operator.sim_verdict = _worst_mode_verdict([r.verdict for r in sims])
@@ -200,6 +212,22 @@ CASE_COUNTS_SQL = (
     "WHERE s.operator_id = operators.id), "
     f"sim_nan_count = (SELECT coalesce(sum(r.nan_count), 0) {_SIM}), "
     f"sim_unwritten = (SELECT count(*) > 0 AND count(*) = count(CASE WHEN r.output_written = false THEN 1 END) {_SIM})")
+
+
+def refresh_outcomes(conn: Any) -> None:
+    """Every operator's outcome from its cases' latest results, on a connection (migration 0014)."""
+    rows = conn.execute(text(
+        "SELECT s.operator_id, r1.verdict AS sim_verdict, r1.stage AS sim_stage, r2.verdict AS npu_verdict, "
+        "r2.stage AS npu_stage FROM case_states s LEFT JOIN case_results r1 ON r1.id = s.sim_result_id "
+        "LEFT JOIN case_results r2 ON r2.id = s.npu_result_id")).all()
+    cases: dict[int, list[str | None]] = {}
+    for r in rows:
+        sim = SimpleNamespace(verdict=r.sim_verdict, stage=r.sim_stage) if r.sim_verdict else None
+        npu = SimpleNamespace(verdict=r.npu_verdict, stage=r.npu_stage) if r.npu_verdict else None
+        cases.setdefault(r.operator_id, []).append(combined.outcome(sim, npu))
+    for operator_id, outcomes in cases.items():
+        conn.execute(text("UPDATE operators SET outcome = :o WHERE id = :i"),
+                     {"o": vocabulary.worst(outcomes), "i": operator_id})
 
 
 def refresh_case_counts(conn: Any) -> None:

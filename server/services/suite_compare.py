@@ -1,10 +1,13 @@
 """Compare two suite runs case by case: regressions, fixes, new and vanished cases, new SIM-garbage flags.
 
-A case is one operator x case x mode. It **regressed** when
-- its verdict got worse: it was acceptable for its mode and is not any more, or it was already
-  failing and now fails more severely (precision_fail -> crash); or
+A case is one operator x case x mode. The gate counts kernel defects only (runtime.vocabulary: the
+outcome `failed`): it **regressed** when
+- it is now a kernel defect and was not one before, or it was one and now fails more severely
+  (precision_fail -> crash); or
 - its graph-verify diff (SIM) or NPU diff grew more than 10x while staying finite (both runs
   measured a non-zero, finite diff).
+A case that became infrastructure or harness, or cannot be judged here (a SIM limit, a reference only
+an NPU computes, a fixture we cannot supply), is listed as changed, never as a regression.
 It is **fixed** when it was not acceptable and now is, by a verified result (an unverified upload's
 pass is listed as changed; new flags ignore unverified results too). Other verdict changes (e.g. graph verify
 becoming unavailable: sim_garbage_graph_ok -> sim_output_unwritten) are listed as changed.
@@ -36,6 +39,7 @@ class CaseOutcome:
     graph_max_abs_diff: float | None = None
     diagnosis_rules: str = ""
     verified: bool = True  # False: uploaded without a device (or versions); it proves nothing acceptable
+    stage: str = ""  # what a not_run's outcome hangs on (runtime.exit_codes.TABLE)
 
 
 @dataclass
@@ -46,10 +50,13 @@ class Change:
     before: str | None
     after: str | None
     why: str
+    outcome_before: str = ""  # the outcomes in words (runtime.vocabulary), for pages and webhooks
+    outcome_after: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {"operator": self.operator, "case": self.case, "mode": self.mode, "before": self.before,
-                "after": self.after, "why": self.why}
+                "after": self.after, "why": self.why, "outcome_before": self.outcome_before,
+                "outcome_after": self.outcome_after}
 
 
 @dataclass
@@ -75,9 +82,10 @@ class Comparison:
         return out
 
 
-def _severity(verdict: str | None, mode: str) -> int:
-    """0 = acceptable for the mode; higher = more severe failure; pending counts as nothing to compare."""
-    if verdict is None or verdicts.acceptable(verdict, mode):
+def _severity(verdict: str | None, mode: str, stage: str = "") -> int:
+    """0 = not a kernel defect (acceptable, infrastructure or harness, cannot judge here); higher = more
+    severe defect; pending counts as nothing to compare."""
+    if verdict is None or vocabulary.outcome(verdict, mode, stage) != vocabulary.FAILED:
         return 0
     if verdict in FAILING_ORDER:
         return len(FAILING_ORDER) - FAILING_ORDER.index(verdict)
@@ -123,7 +131,9 @@ def compare(before: dict[Key, CaseOutcome], after: dict[Key, CaseOutcome]) -> Co
         if new is None:
             out.vanished.append(Change(op, case, mode, old.verdict, None, "not in this run"))
             continue
-        s_old, s_new = _severity(old.verdict, mode), _severity(new.verdict, mode)
+        s_old, s_new = _severity(old.verdict, mode, old.stage), _severity(new.verdict, mode, new.stage)
+        ok_old = bool(old.verdict and verdicts.acceptable(old.verdict, mode))
+        ok_new = bool(new.verdict and verdicts.acceptable(new.verdict, mode))
         grown = diff_growth(old, new, mode)
         if s_new > s_old:
             out.regressions.append(Change(op, case, mode, old.verdict, new.verdict,
@@ -131,16 +141,26 @@ def compare(before: dict[Key, CaseOutcome], after: dict[Key, CaseOutcome]) -> Co
                                           + _evidence(new, mode)))
         elif grown:
             out.regressions.append(Change(op, case, mode, old.verdict, new.verdict, grown))
-        elif s_old > 0 and s_new == 0 and not new.verified:  # a pass nobody verified fixes nothing
+        elif not ok_old and ok_new and not new.verified:  # a pass nobody verified fixes nothing
             out.changed.append(Change(op, case, mode, old.verdict, new.verdict,
                                       f"{old.verdict} -> {new.verdict} (unverified upload: not a fix)"))
-        elif s_old > 0 and s_new == 0:
+        elif not ok_old and ok_new:
             out.fixes.append(Change(op, case, mode, old.verdict, new.verdict, f"{old.verdict} -> {new.verdict}"))
         elif old.verdict != new.verdict:
-            out.changed.append(Change(op, case, mode, old.verdict, new.verdict, f"{old.verdict} -> {new.verdict}"))
+            word = vocabulary.word(vocabulary.outcome(new.verdict, mode, new.stage))
+            not_counted = f" ({word}: not a kernel defect, the gate does not count it)" if s_new == 0 and not ok_new \
+                else ""
+            out.changed.append(Change(op, case, mode, old.verdict, new.verdict,
+                                      f"{old.verdict} -> {new.verdict}{not_counted}"))
         else:
             out.unchanged += 1
     out.new_flags = new_flags(before, after)
+    for change in out.regressions + out.fixes + out.changed + out.new + out.vanished:
+        for side, outcome in (("outcome_before", before.get((change.operator, change.case, change.mode))),
+                              ("outcome_after", after.get((change.operator, change.case, change.mode)))):
+            if outcome is not None and outcome.verdict:
+                setattr(change, side, vocabulary.word(vocabulary.outcome(outcome.verdict, change.mode,
+                                                                         outcome.stage)))
     return out
 
 
@@ -170,5 +190,6 @@ def latest(rows: Iterable[Any]) -> dict[Key, CaseOutcome]:
         key = (r.operator, r.case, r.mode)
         if key not in best or r.attempt >= best[key][0]:
             best[key] = (r.attempt, CaseOutcome(r.verdict, r.max_abs_diff, r.graph_max_abs_diff,
-                                                r.diagnosis_rules or "", getattr(r, "verified", True)))
+                                                r.diagnosis_rules or "", getattr(r, "verified", True),
+                                                getattr(r, "stage", None) or ""))
     return {k: v for k, (_, v) in best.items()}

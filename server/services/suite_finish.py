@@ -8,8 +8,8 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from runtime import verdicts
-from server.models import Suite, SuiteRun, SuiteRunResult
+from runtime import verdicts, vocabulary
+from server.models import CaseResult, Suite, SuiteRun, SuiteRunResult
 from server.models.base import utcnow
 from server.models.suite_run import DONE, FINISHED, FROM_WORKER, REUSED
 from server.services import drift, flaky, perf, suite_compare, webhooks
@@ -23,7 +23,8 @@ def outcomes(session: Session, run_id: int) -> dict[Key, suite_compare.CaseOutco
     rows = session.execute(select(SuiteRunResult.operator, SuiteRunResult.case, SuiteRunResult.mode,
                                   SuiteRunResult.attempt, SuiteRunResult.verdict, SuiteRunResult.max_abs_diff,
                                   SuiteRunResult.graph_max_abs_diff, SuiteRunResult.diagnosis_rules,
-                                  SuiteRunResult.verified)
+                                  SuiteRunResult.verified, CaseResult.stage)
+                           .outerjoin(CaseResult, CaseResult.id == SuiteRunResult.case_result_id)
                            .where(SuiteRunResult.suite_run_id == run_id))
     return suite_compare.latest(rows)
 
@@ -43,7 +44,8 @@ def totals(session: Session, run: SuiteRun) -> dict[str, Any]:
     (an upload without a device) is also counted apart, so a page never passes it off as checked."""
     rows = session.execute(select(SuiteRunResult.operator, SuiteRunResult.case, SuiteRunResult.mode,
                                   SuiteRunResult.attempt, SuiteRunResult.status, SuiteRunResult.verdict,
-                                  SuiteRunResult.source, SuiteRunResult.verified, SuiteRunResult.flips)
+                                  SuiteRunResult.source, SuiteRunResult.verified, SuiteRunResult.flips, CaseResult.stage)
+                           .outerjoin(CaseResult, CaseResult.id == SuiteRunResult.case_result_id)
                            .where(SuiteRunResult.suite_run_id == run.id)).all()
     latest: dict[Key, Any] = {}
     for r in rows:
@@ -52,9 +54,11 @@ def totals(session: Session, run: SuiteRun) -> dict[str, Any]:
             latest[key] = r
     by_mode: dict[str, dict[str, int]] = {}
     unverified_by_mode: dict[str, dict[str, int]] = {}
+    # `failing` counts kernel defects only (runtime.vocabulary: the outcome `failed`); `outcomes` all four.
+    outcomes: dict[str, int] = dict.fromkeys(vocabulary.OUTCOMES, 0)
     out: dict[str, Any] = {"cases": len(latest), "pending": 0, "acceptable": 0, "acceptable_unverified": 0,
                            "failing": 0, "reused": 0, "uploaded": 0, "unverified": 0, "flaky": 0,
-                           "operators": len({k[0] for k in latest})}
+                           "operators": len({k[0] for k in latest}), "outcomes": outcomes}
     suite = session.get(Suite, run.suite_id)
     min_flips = suite.flaky_min_flips if suite else 2
     for (_op, _case, mode), r in latest.items():
@@ -64,7 +68,10 @@ def totals(session: Session, run: SuiteRun) -> dict[str, Any]:
         counts = by_mode.setdefault(mode, {})
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
         ok = verdicts.acceptable(r.verdict, mode)
-        out["acceptable" if ok else "failing"] += 1
+        kind = vocabulary.outcome(r.verdict, mode, r.stage or "") or vocabulary.FAILED
+        outcomes[kind] += 1
+        out["acceptable"] += ok
+        out["failing"] += kind == vocabulary.FAILED
         out["reused"] += r.source == REUSED
         out["uploaded"] += r.source not in (REUSED, FROM_WORKER)
         if not r.verified:

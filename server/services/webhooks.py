@@ -19,6 +19,7 @@ import httpx2 as httpx
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from runtime import vocabulary
 from server.config import Settings
 from server.models import Suite, SuiteRun, WebhookDelivery
 from server.models.base import utcnow
@@ -43,10 +44,14 @@ def _run_part(run: SuiteRun) -> dict[str, Any]:
 def payload_for(suite: Suite, run: SuiteRun, comparison: Any) -> dict[str, Any]:
     """The JSON sent; the page URL is a path here and made absolute with PUBLIC_URL when sent."""
     data = comparison.as_dict(limit=PAYLOAD_CHANGES)
+    totals = run.totals or {}
     return {
         "event": EVENT_REGRESSIONS, "suite": suite.name, "suite_run": _run_part(run),
         "previous_run_id": run.previous_run_id, "counts": data["counts"],
         "regressions": data["regressions"], "new_flags": data["new_flags"],
+        # the run's cases by outcome, in the words every surface uses (runtime.vocabulary)
+        "outcomes": {vocabulary.word(o): n for o, n in (totals.get("outcomes") or {}).items()},
+        "gate": vocabulary.GATE_NOTE,
     }
 
 

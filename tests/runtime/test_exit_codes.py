@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runtime import exit_codes as ec
+from runtime import vocabulary
 
 
 @pytest.mark.parametrize(("verdict", "mode", "stage", "code"), [
@@ -38,11 +39,12 @@ def test_a_defect_wins_then_unusable_then_infrastructure() -> None:
 
 def test_the_words_say_what_happened_not_just_failed() -> None:
     cases = [{"verdict": "graph_fail", "stage": "compare"}, {"verdict": "graph_fail", "stage": "compare"}]
-    assert ec.summary(cases, "sim") == "kernel defect: 2 of 2 case(s) (graph fail ×2)"
+    assert vocabulary.summary(cases, "sim") == "kernel defect ×2 (graph fail ×2)"
     ok = [{"verdict": "sim_garbage_graph_ok", "stage": "compare"}]
-    assert ec.summary(ok, "sim") == "acceptable: all 1 case(s) (sim garbage graph ok ×1)"
+    assert vocabulary.summary(ok, "sim") == "acceptable ×1 (SIM garbage · graph ok ×1)"
     infra = [{"verdict": "not_run", "stage": "device"}, {"verdict": "pass", "stage": "compare"}]
-    assert ec.summary(infra, "npu") == "infrastructure: 1 of 2 case(s) (not run ×1)"
+    assert vocabulary.summary(infra, "npu") == (
+        "infrastructure or harness ×1 (not run (the NPU device could not be set up) ×1); acceptable ×1 (pass ×1)")
     assert ec.of_cases(infra, "npu") == ec.INFRA
 
 
@@ -51,10 +53,10 @@ def test_a_case_that_launched_no_kernel_counts_for_nothing() -> None:
     idle = {"verdict": "not_run", "stage": "no_kernel"}
     ran = {"verdict": "sim_output_unwritten", "stage": "sim"}
     assert ec.of_cases([ran, idle, idle], "sim") == ec.OK
-    assert ec.summary([ran, idle, idle], "sim") == (
-        "acceptable: 1 of 3 case(s) (sim output unwritten ×1); 2 launched no kernel (not run ×2: nothing to judge)")
+    assert vocabulary.summary([ran, idle, idle], "sim") == (
+        "cannot judge here ×2 (not run (launched no kernel) ×2); acceptable ×1 (SIM output unwritten ×1)")
     assert ec.of_cases([idle], "sim") == ec.UNUSABLE  # nothing at all was judged: never 0
-    assert ec.summary([idle], "sim") == "unusable input: none of the 1 case(s) launched a kernel (not run ×1)"
+    assert vocabulary.summary([idle], "sim") == "cannot judge here ×1 (not run (launched no kernel) ×1)"
     assert ec.of_cases([idle, {"verdict": "graph_fail", "stage": "graph_verify"}], "sim") == ec.KERNEL_DEFECT
 
 
@@ -62,10 +64,9 @@ def test_a_function_marked_skip_counts_for_nothing_and_one_we_cannot_call_is_unu
     skipped = {"verdict": "not_run", "stage": "skipped"}
     ran = {"verdict": "sim_garbage_graph_ok", "stage": "sim"}
     assert ec.of_cases([ran, skipped], "sim") == ec.OK
-    assert ec.summary([ran, skipped], "sim") == (
-        "acceptable: 1 of 2 case(s) (sim garbage graph ok ×1); 1 marked skip by the test (not run)")
+    assert vocabulary.summary([ran, skipped], "sim") == (
+        "cannot judge here ×1 (not run (marked skip by the test) ×1); acceptable ×1 (SIM garbage · graph ok ×1)")
     assert ec.of_cases([skipped], "sim") == ec.UNUSABLE
-    assert ec.summary([skipped], "sim") == \
-        "unusable input: none of the 1 case(s) was judged (1 marked skip by the test)"
+    assert vocabulary.summary([skipped], "sim") == "cannot judge here ×1 (not run (marked skip by the test) ×1)"
     uncallable = {"verdict": "not_run", "stage": "arguments"}  # its kernel never ran: never a kernel defect
     assert ec.of_cases([ran, uncallable], "sim") == ec.UNUSABLE

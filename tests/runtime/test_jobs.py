@@ -175,3 +175,15 @@ def test_syntax_error_stops_before_running(tmp_path):
     case = report.cases[0]
     assert case.verdict == "structural_error" and case.stage == "syntax" and case.error.file == "op_impl.py"
     assert case.diagnosis[0].rule == "python-syntax-error"
+
+
+def test_a_golden_only_an_npu_can_compute_cannot_be_judged_here(warm_sim, tmp_path):
+    """issue 35: a golden calling a torch_npu fused op read as a failing kernel; it is `skipped` (exit 3)."""
+    from runtime import exit_codes, vocabulary
+
+    golden = "import torch_npu\n    return torch_npu.npu_rms_norm(x, x)[0]"
+    case = run(package(tmp_path, NORMAL, golden_body=golden), warm_sim, tmp_path)
+    assert case.verdict == "not_run" and case.stage == "npu_only", (case.verdict, case.stage, case.error)
+    assert "NeedsRealNpu" in case.error.message and "only an NPU" in case.verdict_reason
+    assert vocabulary.outcome(case.verdict, "sim", case.stage) == vocabulary.SKIPPED
+    assert exit_codes.of_case(case.verdict, "sim", case.stage) == exit_codes.INFRA

@@ -16,14 +16,15 @@ from runtime.report import from_dict
 DATA = Path(__file__).resolve().parents[1] / "web" / "data"
 
 
-def test_the_class_words_are_the_exit_codes_words() -> None:
+def test_the_four_outcomes_have_one_word_one_colour_each() -> None:
     assert [exit_codes.WORDS[c] for c in range(4)] == ["acceptable", "kernel defect", "unusable input",
                                                         "infrastructure"]
-    assert vocabulary.verdict_class("graph_fail", "sim") == "kernel defect"
-    assert vocabulary.verdict_class("sim_garbage_graph_ok", "sim") == "acceptable"
-    assert vocabulary.verdict_class("not_run", "sim", "golden") == "unusable input"
-    assert vocabulary.verdict_class("sim_unsupported", "sim") == "infrastructure"
-    assert set(vocabulary.CLASS_CSS) == set(vocabulary.CLASS_RICH) == set(exit_codes.WORDS.values())
+    assert vocabulary.word(vocabulary.outcome("graph_fail", "sim")) == "kernel defect"
+    assert vocabulary.word(vocabulary.outcome("sim_garbage_graph_ok", "sim")) == "acceptable"
+    assert vocabulary.word(vocabulary.outcome("not_run", "sim", "golden")) == "infrastructure or harness"
+    assert vocabulary.word(vocabulary.outcome("sim_unsupported", "sim")) == "cannot judge here"
+    assert set(vocabulary.CSS) == set(vocabulary.RICH) == set(vocabulary.WORDS) == set(vocabulary.OUTCOMES)
+    assert len(set(vocabulary.RICH.values())) == len(set(vocabulary.CSS.values())) == 4
 
 
 def test_sim_garbage_is_one_rendering() -> None:
@@ -66,7 +67,25 @@ def test_the_headline_names_the_explaining_rule_never_noise() -> None:
     assert "noise" not in vocabulary.headline(dict(row, diagnosis_rules="noise-graph-verify-index"))
 
 
-def test_a_case_with_no_kernel_has_no_class() -> None:
+def test_a_case_with_no_kernel_cannot_be_judged_and_does_not_decide_the_run() -> None:
     # a script case that ran cleanly and launched no kernel counts for nothing (runtime.exit_codes.NO_KERNEL)
-    assert vocabulary.verdict_class("not_run", "sim", "no_kernel") is None
-    assert vocabulary.verdict_class("not_run", "sim", "sim") is not None
+    assert vocabulary.outcome("not_run", "sim", "no_kernel") == vocabulary.SKIPPED
+    ran = {"verdict": "sim_output_unwritten", "stage": "sim"}
+    assert vocabulary.cases_outcome([ran, {"verdict": "not_run", "stage": "no_kernel"}], "sim") == vocabulary.ACCEPTABLE
+    assert vocabulary.outcome("not_run", "sim", "sim") == vocabulary.FAILED
+
+
+def test_an_unwritten_output_is_identical_to_the_golden_only_when_graph_verify_measured_zero() -> None:
+    """issue 35: output-not-written said "identical to the golden" beside a graph diff of 7.87e34."""
+    far = {"status": "fail", "output_written": False, "metrics": {"max_abs_diff": 7.87e34}}
+    cause = verdict_diagnoses.lead([], "graph_fail", "graph_verify", False, far)[0].cause
+    assert "identical to the golden" not in cause and "7.87e34" in cause and "leftover memory" in cause
+    same = dict(far, metrics={"max_abs_diff": 0.0})
+    assert "identical to the golden" in verdict_diagnoses.lead([], "suspect_fake_pass", "graph_verify", False,
+                                                                same)[0].cause
+
+
+def test_a_pass_or_fail_shows_the_tolerance_applied_both_halves() -> None:
+    """issue 35: "✓ 0.00781 / atol 0.005" passed through an rtol nobody saw."""
+    row = {"mode": "npu", "verdict": "precision_fail", "max_abs_diff": 0.00781, "atol": 0.005, "rtol": 0.001}
+    assert "NPU max |diff| 0.00781 / atol 0.005, rtol 0.001" in vocabulary.headline(row)

@@ -7,6 +7,7 @@ at the end runs them with the real worker job function and the real runtime inst
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -316,3 +317,79 @@ def test_ci_run_on_a_gym_shaped_checkout_with_the_real_worker(live, tmp_path, ca
         "row_square_mean test_level1 [sim]": "sim_garbage_graph_ok",
         "inplace_add_norm level0 [sim]": "sim_garbage_graph_ok", "inplace_add_norm level1 [sim]": "sim_garbage_graph_ok",
     }
+
+
+class Annotated(Responder):
+    """A Responder whose reports carry a lint finding and, on a crash, a diagnosis at file:line."""
+
+    def _answer(self, job: dict[str, Any]) -> None:
+        if self.http.post(f"/internal/jobs/{job['id']}/claim", json={"worker": "rec@test", "attempt": 1}).status_code != 200:
+            return
+        folder = self.checkout / "ops" / job["operator"]
+        report = sim_report(files_of(folder), job["operator"], verdicts=self.planted.get(job["operator"]))
+        report["lint"] = [{"rule": "unused-tile", "severity": "warning", "file": "scale_add_impl.py", "line": 3,
+                           "message": "a tile is declared and never read"}]
+        for case in report["cases"]:
+            if case["verdict"] == "crash":
+                case["diagnosis"] = [{"rule": "vec-tile-shape-not-set", "cause": "no vec tile shape", "fix": "set it",
+                                      "sim_only": False, "file": "scale_add_impl.py", "line": 7}]
+        r = self.http.post(f"/internal/jobs/{job['id']}/result", data={"attempt": "1", "report": json.dumps(report)})
+        assert r.status_code == 200, r.text
+        self.answered.append(job["id"])
+
+
+def test_ci_run_says_there_was_no_baseline_links_jobs_and_annotates(live, tmp_path):
+    """issue 35: a first run says why it passes; every failing case and JUnit testcase links its job page; lint
+    findings and diagnoses become GitHub annotations and a GitLab code-quality report at file:line."""
+    checkout = make_checkout(tmp_path / "repo", ("alpha",))
+    args = ("--suite", "annotated", "--label", "branch=first")
+    with Annotated(live, checkout):
+        first = crosscheck(live, "ci", "run", str(checkout), "--server", live["url"], *args, "--no-reuse",
+                           "--junit", str(tmp_path / "first.xml"), "--annotations", "github=-")
+    assert first.returncode == 0, first.stderr + first.stdout
+    text = " ".join(first.stdout.split())
+    assert ("gate: passed (exit 0): no baseline (no earlier run of this suite on this branch), so nothing to regress "
+            "against") in text
+    assert "kernel defects only" in text
+    assert "::warning file=ops/alpha/scale_add_impl.py,line=3,title=lint unused-tile::a tile is declared" in first.stdout
+    for tc in junit_cases(tmp_path / "first.xml").values():
+        url = {p.get("name"): p.get("value") for p in tc.iter("property")}["url"]
+        assert url.startswith(f"{live['url']}/jobs/") and url in tc.find("system-out").text
+        assert httpx.get(url, cookies={"crosscheck_token": live["tokens"]["read"]}).status_code == 200
+    with Annotated(live, checkout, {"alpha": {C1: "crash"}}):
+        bad = crosscheck(live, "ci", "run", str(checkout), "--server", live["url"], *args, "--no-reuse",
+                         "--annotations", f"gitlab={tmp_path / 'quality.json'}")
+    assert bad.returncode == 1, bad.stderr + bad.stdout
+    text = " ".join(bad.stdout.split())
+    assert "gate: failed against run" in text and "1 regression" in text
+    assert f"alpha / {C1} (SIM): kernel defect: crash" in text and f"{live['url']}/jobs/" in text
+    quality = json.loads((tmp_path / "quality.json").read_text())
+    where = {(q["location"]["path"], q["location"]["lines"]["begin"], q["severity"]) for q in quality}
+    assert where == {("ops/alpha/scale_add_impl.py", 3, "minor"), ("ops/alpha/scale_add_impl.py", 7, "major")}
+
+
+def test_a_refused_token_says_where_tokens_come_from(live, tmp_path):
+    """After `crosscheck up --data-dir D` the admin token is in D/tokens.json: a 401 says so, and --help
+    names every source."""
+    checkout = make_checkout(tmp_path / "repo", ("alpha",))
+    for cmd in (["ci", "run", str(checkout), "--suite", "nightly"], ["submit", str(checkout / "ops" / "alpha")]):
+        proc = crosscheck(live, *cmd, "--server", live["url"], "--token", "cc_not-a-token-the-server-issued",
+                          token=None)
+        assert proc.returncode == 2, proc.stderr
+        err = " ".join(proc.stderr.split())
+        assert "HTTP 401" in err and "crosscheck up --data-dir D" in err and "D/tokens.json" in err, err
+        assert str(live["settings"].data_dir / "client" / "tokens.json") in err.replace(" ", "") or \
+            "client/tokens.json" in err.replace(" ", ""), err
+    helped = " ".join(crosscheck(live, "ci", "run", "--help", token=None).stdout.split())
+    for source in ("--token", "$CROSSCHECK_TOKEN", "$DATA_DIR/tokens.json", "crosscheck up --data-dir D"):
+        assert source in helped, source
+
+
+def test_submit_wait_prints_each_job_s_link(live, tmp_path):
+    checkout = make_checkout(tmp_path / "repo", ("alpha",))
+    with Responder(live, checkout):
+        done = crosscheck(live, "submit", str(checkout / "ops" / "alpha"), "--server", live["url"], "--wait")
+    assert done.returncode == 0, done.stderr + done.stdout
+    links = re.findall(rf"{re.escape(live['url'])}/jobs/(\d+)", done.stderr)
+    assert links and httpx.get(f"{live['url']}/jobs/{links[0]}",
+                               cookies={"crosscheck_token": live["tokens"]["read"]}).status_code == 200

@@ -19,3 +19,10 @@ def test_a_job_error_shows_its_first_line_cut_to_fit() -> None:
     assert line.startswith("job 3 axpy (npu): timeout: the job ran past its time limit") and "more" not in line
     assert "…" in line and line.endswith(f"  {URL}/jobs/3")
     assert job_line(4, "axpy", "sim", "cancelled", {}, None, URL) == f"job 4 axpy (sim): cancelled  {URL}/jobs/4"
+
+
+def test_the_line_leads_with_the_outcomes_in_the_words_every_surface_uses() -> None:
+    """issue 35: gated_delta_rule read "not_run ×2" here and "kernel defect: not run" in the CLI."""
+    summary = {"verdicts": {"not_run": 2}, "cases": 2, "outcome": "skipped", "outcomes": {"skipped": 2}}
+    line = job_line(8, "gated_delta_rule", "sim", "failed", summary, None, URL)
+    assert line == f"job 8 gated_delta_rule (sim): cannot judge here ×2 (not_run ×2)  {URL}/jobs/8"

@@ -26,7 +26,8 @@ def test_job_after_its_result(client, hdr, seeded):
     job = client.get(f"{API}/jobs/{seeded['flag'][0]}", headers=hdr["read"]).json()
     assert job["status"] == "succeeded" and job["attempts"] == 1 and job["worker"] == "seed-worker"
     assert job["queue_position"] is None and job["mode"] == "sim" and job["operator"] == "scale_add"
-    assert job["summary"] == {"verdicts": {"sim_garbage_graph_ok": 2}, "cases": 2, "class": "acceptable"}
+    assert job["summary"] == {"verdicts": {"sim_garbage_graph_ok": 2}, "cases": 2, "outcome": "acceptable",
+                              "outcomes": {"acceptable": 2}}
     assert job["env_fingerprint"]["pypto"] == "0.2.0"
     t = job["timings"]
     assert t["started_at"] and t["finished_at"] and t["duration_s"] is not None and t["created_at"].endswith("Z")

@@ -18,7 +18,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from runtime import numbers, verdicts
+from runtime import numbers, verdicts, vocabulary
 from server.migrate import upgrade
 from server.models import CaseResult, CaseState, Job, Operator, SuiteRun, SuiteRunResult
 from server.services import ingest, tokens
@@ -45,9 +45,16 @@ def stored(app: FastAPI) -> dict[str, dict[str, Any]]:
                 npu = session.get(CaseResult, s.npu_result_id) if s.npu_result_id else None
                 cases[s.case] = (s.combined_verdict, sim, npu)
             jobs = list(session.scalars(select(Job.id).where(Job.operator_id == op.id)))
-            out[op.name] = {"verdict": op.combined_verdict, "cases": cases, "jobs": jobs}
+            outcome = vocabulary.worst(case_outcome(sim, npu) for _, sim, npu in cases.values())
+            out[op.name] = {"verdict": op.combined_verdict, "cases": cases, "jobs": jobs, "outcome": outcome}
             session.expunge_all()
     return out
+
+
+def case_outcome(sim: Any, npu: Any) -> str | None:
+    """A case's outcome from its stored results, each mode's by the one table (runtime.exit_codes.TABLE)."""
+    return vocabulary.across_modes(vocabulary.outcome(r.verdict, mode, r.stage or "")
+                                   for r, mode in ((sim, "sim"), (npu, "npu")) if r is not None)
 
 
 def npu_cover(cases: dict[str, Any]) -> str:
@@ -73,6 +80,9 @@ def test_overview_claims_match_the_stored_cases(client: TestClient, app: FastAPI
         r, cases = rows[name], t["cases"]
         verdicts = [v for v, _, _ in cases.values()]
         assert r.attrs["data-verdict"] == t["verdict"]
+        assert r.attrs["data-outcome"] == t["outcome"], name
+        badge = r.find("td", data_label="Outcome · verdict").find("span", cls="outcome")
+        assert badge.text() == vocabulary.word(t["outcome"]) and f"vc-{t['outcome']}" in badge.classes, name
         if t["verdict"] in NPU_CLAIMS:  # the badge claims an NPU: every case must have passed one
             assert all(npu is not None and npu.verdict == "pass" for _, _, npu in cases.values()), name
         if t["verdict"] in FLAGGED:
@@ -86,10 +96,11 @@ def test_overview_claims_match_the_stored_cases(client: TestClient, app: FastAPI
         if t["verdict"] not in FLAGGED:
             for garbage in r.find_all("span", cls="garbage"):
                 assert "not a kernel defect" not in garbage.attrs.get("title", ""), name
-    counts = {a.attrs["class"].split()[1][2:]: int(a.find("span", cls="n").text())
+    counts = {a.attrs["data-outcome"]: int(a.find("span", cls="n").text())
               for a in page.find("nav", cls="counts").find_all("a") if "all" not in a.classes}
-    for verdict, n in counts.items():
-        assert n == sum(1 for t in truth.values() if t["verdict"] == verdict), verdict
+    assert list(counts) == list(vocabulary.OUTCOMES)
+    for outcome, n in counts.items():
+        assert n == sum(1 for t in truth.values() if t["outcome"] == outcome), outcome
 
 
 def test_each_row_s_case_table_agrees_with_the_stored_cases(client: TestClient, app: FastAPI) -> None:
@@ -105,7 +116,9 @@ def test_each_row_s_case_table_agrees_with_the_stored_cases(client: TestClient, 
             case = tr.find("th").find("span", cls="trunc").attrs["title"]
             combined, sim, npu = t["cases"][case]
             cells = {td.attrs["data-label"]: td for td in tr.find_all("td")}
-            assert f"v-{combined}" in cells["Combined"].find("span", cls="verdict").classes, (name, case)
+            assert f"v-{combined}" in cells["Outcome · verdict"].find("span", cls="verdict").classes, (name, case)
+            outcome = cells["Outcome · verdict"].find("span", cls="outcome").attrs["data-outcome"]
+            assert outcome == case_outcome(sim, npu), (name, case)
             assert (cells["NPU diff / tol"].text() == "—") == (npu is None), (name, case)
             if sim is not None:
                 graph_claims_ok(cells["Graph"], [sim])
@@ -252,6 +265,8 @@ def run_truth(app: FastAPI, run_id: int) -> dict[Key, SuiteRunResult]:
         for r in session.scalars(select(SuiteRunResult).where(SuiteRunResult.suite_run_id == run_id)
                                  .order_by(SuiteRunResult.attempt)):
             out[(r.operator, r.case, r.mode)] = r
+            stored = session.get(CaseResult, r.case_result_id) if r.case_result_id else None
+            r.outcome = vocabulary.outcome(r.verdict, r.mode, stored.stage if stored else "")
         session.expunge_all()
     return out
 
@@ -276,9 +291,10 @@ def check_totals(page: Node, truth: dict[Key, SuiteRunResult]) -> None:
     n_ops = len({k[0] for k in truth})
     assert facts["Cases"] == f"{len(truth)} in {n_ops} operator{'' if n_ops == 1 else 's'}"
     # Acceptable counts what was checked; a pass nobody verified is named as such, never added in silently.
-    assert facts["Acceptable"] == str(len(ok) - len(ok_unverified)) + (
+    assert facts["acceptable"] == str(len(ok) - len(ok_unverified)) + (
         f" +{len(ok_unverified)} unverified" if ok_unverified else "")
-    assert facts["Failing"] == str(len(done) - len(ok))
+    for outcome in vocabulary.OUTCOMES[:-1]:  # kernel defects apart from harness and what cannot be judged
+        assert facts[vocabulary.word(outcome)] == str(sum(1 for r in done.values() if r.outcome == outcome))
     uploaded = [r for r in done.values() if r.source not in ("worker", "reused")]
     unverified = sum(1 for r in done.values() if not r.verified)
     assert facts["Uploaded"] == f"{len(uploaded)}" + (f" ({unverified} unverified)" if unverified else "")
@@ -386,7 +402,7 @@ def test_the_suite_list_agrees_with_the_stored_results(suites: tuple[TestClient,
         truth = run_truth(app, run_id)
         done = [(k, r) for k, r in truth.items() if r.verdict is not None]
         assert tr.find("td", data_label="Cases").text() == str(len(truth))
-        assert tr.find("td", data_label="Failing").text() == str(sum(1 for k, r in done if not verdicts.acceptable(r.verdict, k[2])))
+        assert tr.find("td", data_label="Kernel defect").text() == str(sum(1 for _, r in done if r.outcome == "failed"))
         vs = tr.find("td", data_label="vs previous")
         links = vs.find_all("a")
         if links:  # the stored comparison's chips: what the compare page finds now, case by case

@@ -62,7 +62,7 @@ def test_columns_show_graph_npu_verdict_and_cost(client: TestClient) -> None:
     assert by_label["SIM structure"] == "✓ runs SIM 2/2 cases"
     assert by_label["Graph verify"] == "✓ 0 graph 2/2 cases"
     assert by_label["NPU diff / tol"] == "✓ 1.50e-4 / 0.001 NPU 2/2 cases"
-    assert by_label["Combined verdict"] == "⚑ SIM garbage · NPU ok"
+    assert by_label["Outcome · verdict"] == "acceptable ⚑ SIM garbage · NPU ok"
     assert by_label["AICore µs"] == "4.11"
     assert get(client, "/").find("time").attrs["datetime"].endswith("+00:00")
 
@@ -93,13 +93,18 @@ def test_a_row_s_cases_page_answers_bad_names_clearly(client: TestClient) -> Non
     assert "operator" in get(client, "/cases", status=422).find("p", cls="detail").text()
 
 
-def test_verdict_counts_link_to_filters(client: TestClient) -> None:
+def test_outcome_counts_link_to_filters(client: TestClient) -> None:
+    """Four chips, the outcomes of runtime/vocabulary.py; each filters the rows whose worst case has it."""
     counts = get(client, "/").find("nav", cls="counts")
-    link = counts.find("a", cls="v-sim_garbage_npu_ok")
-    assert link.attrs["href"] == "/?verdict=sim_garbage_npu_ok"
-    assert link.find("span", cls="n").text() == "1"
-    assert counts.find("a", cls="v-kernel_defect").find("span", cls="n").text() == "2"
-    assert names(get(client, link.attrs["href"])) == ["scale_add"]
+    chips = {a.attrs["data-outcome"]: a for a in counts.find_all("a", cls="outcome")}
+    assert list(chips) == ["failed", "broken", "skipped", "acceptable"]
+    link = chips["failed"]
+    assert link.attrs["href"] == "/?outcome=failed" and "kernel defect" in link.text()
+    shown = names(get(client, link.attrs["href"]))
+    assert int(link.find("span", cls="n").text()) == len(shown) > 0
+    assert "wrong_maths" in shown and "scale_add" not in shown
+    assert "scale_add" in names(get(client, chips["acceptable"].attrs["href"]))
+    assert names(get(client, "/?verdict=sim_garbage_npu_ok")) == ["scale_add"]  # the verdict filter stays
 
 
 def test_filters(client: TestClient) -> None:

@@ -27,7 +27,8 @@ def test_operator_page_shows_coverage_beside_each_mode(client: TestClient) -> No
     facts = {d.find("dt").text(): d.find("dd") for d in page.find("dl", cls="facts").find_all("div")}
     assert facts["NPU diff / tol"].find("span", cls="cover").text() == "NPU 1/2 cases"
     cases = page.find("table", cls="cases").find("tbody").find_all("tr")
-    assert [c.find_all("td")[0].text() for c in cases] == ["⚑ SIM garbage · NPU ok", "⚑ SIM garbage · graph ok"]
+    assert [c.find_all("td")[0].text() for c in cases] == ["acceptable ⚑ SIM garbage · NPU ok",
+                                                            "acceptable ⚑ SIM garbage · graph ok"]
     assert cases[1].find_all("td")[2].text() == "—"  # no NPU result for the second case
 
 
@@ -55,7 +56,7 @@ def test_sim_garbage_on_a_defect_is_neutral_and_second(client: TestClient) -> No
     assert "neutral" in garbage.classes and "not a kernel defect" not in garbage.attrs["title"]
     labels = [td.attrs["data-label"] for td in r.find("tr").find_all("td")]
     # The deciding evidence leads; SIM's raw diff comes after it.
-    assert labels.index("Combined verdict") < labels.index("Graph verify") < labels.index("SIM diff")
+    assert labels.index("Outcome · verdict") < labels.index("Graph verify") < labels.index("SIM diff")
     assert labels.index("NPU diff / tol") < labels.index("SIM diff")
 
 
@@ -65,7 +66,7 @@ def test_job_metrics_lead_with_the_verdict_and_the_deciding_evidence(client: Tes
     section = get(client, job_href).find("section", id="case-wrong_maths_32x64")
     metrics = section.find("section", aria_label="Metrics").find("dl", cls="kv")
     terms = [dt.text() for dt in metrics.find_all("dt")]
-    assert terms[:3] == ["verdict", "decided by", "max |diff|"]
+    assert terms[:3] == ["verdict", "decided by", "graph verify max |diff|"]  # evidence named by its source
     values = [dd.text() for dd in metrics.find_all("dd")]
     assert values[0] == "graph fail" and values[1].startswith("graph verify: ✗ 3.83")
     assert values[2].startswith("3.83") and values[3].startswith("99.8 %")
@@ -209,7 +210,7 @@ def test_the_api_says_how_many_cases_each_mode_judged(client: TestClient, info: 
 
 def test_a_job_whose_kernel_is_wrong_did_not_fail_to_run(client: TestClient, info: dict[str, Any]) -> None:
     status = get(client, f"/jobs/{info['fake_jobs'][0].id}").find("span", id="job-status")
-    assert status.text() == "kernel defect" and "vc-kernel-defect" in status.classes  # as the CLI says it
+    assert status.text() == "kernel defect" and "vc-failed" in status.classes  # as the CLI says it
 
 
 def test_the_chart_data_table_does_not_show_a_fake_pass_as_zero(client: TestClient) -> None:

@@ -265,7 +265,7 @@ class Seeder:
             new = submissions.NewSubmission(filename=f"{operator}.zip", data=submissions.bundle_from_files(files),
                                             modes=list(modes), operator=operator, labels=labels or {},
                                             submitted_by=owner.name if owner else "seed",
-                                            token_id=owner.id if owner else None)
+                                            token_id=owner.id if owner else None, fresh=True)  # never a link
             _, made, _ = submissions.create(session, self.blobs, self.settings, new)
             return [j.id for j in made]
 

@@ -355,7 +355,7 @@ def test_ci_run_says_there_was_no_baseline_links_jobs_and_annotates(live, tmp_pa
     for tc in junit_cases(tmp_path / "first.xml").values():
         url = {p.get("name"): p.get("value") for p in tc.iter("property")}["url"]
         assert url.startswith(f"{live['url']}/jobs/") and url in tc.find("system-out").text
-        assert httpx.get(url, cookies={"crosscheck_token": live["tokens"]["read"]}).status_code == 200
+        assert httpx.get(url, headers={"Authorization": f"Bearer {live['tokens']['read']}"}).status_code == 200
     with Annotated(live, checkout, {"alpha": {C1: "crash"}}):
         bad = crosscheck(live, "ci", "run", str(checkout), "--server", live["url"], *args, "--no-reuse",
                          "--annotations", f"gitlab={tmp_path / 'quality.json'}")
@@ -388,8 +388,8 @@ def test_a_refused_token_says_where_tokens_come_from(live, tmp_path):
 def test_submit_wait_prints_each_job_s_link(live, tmp_path):
     checkout = make_checkout(tmp_path / "repo", ("alpha",))
     with Responder(live, checkout):
-        done = crosscheck(live, "submit", str(checkout / "ops" / "alpha"), "--server", live["url"], "--wait")
+        done = crosscheck(live, "submit", str(checkout / "ops" / "alpha"), "--server", live["url"], "--wait", "--fresh")
     assert done.returncode == 0, done.stderr + done.stdout
     links = re.findall(rf"{re.escape(live['url'])}/jobs/(\d+)", done.stderr)
     assert links and httpx.get(f"{live['url']}/jobs/{links[0]}",
-                               cookies={"crosscheck_token": live["tokens"]["read"]}).status_code == 200
+                               headers={"Authorization": f"Bearer {live['tokens']['read']}"}).status_code == 200

@@ -71,7 +71,8 @@ def submit_and_store(session: Session, blobs: BlobStore, settings: Settings, exa
                      labels: dict[str, str] | None = None, artifacts: bool = False) -> list[Job]:
     """One submission with a job per mode; each mode with a report is claimed and stored."""
     new = submissions.NewSubmission(filename=f"{example}.zip", data=bundle(example), modes=list(reports),
-                                    operator=operator, labels=labels or {}, submitted_by="seed")
+                                    operator=operator, labels=labels or {}, submitted_by="seed",
+                                    fresh=True)  # each seeded job is a run of its own, never a link
     _sub, jobs, _ = submissions.create(session, blobs, settings, new)
     session.flush()
     for job in jobs:

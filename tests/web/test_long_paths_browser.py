@@ -14,6 +14,7 @@ from playwright import sync_api
 from server.migrate import upgrade
 from server.services import tokens
 from tests.conftest import missing_service
+from tests.signin import SESSION_COOKIE, session_cookie
 from tests.web import seed as main_seed
 from tests.web.conftest import make_app, make_settings
 from tests.web.layout import layout_problems
@@ -66,7 +67,8 @@ def test_long_paths_wrap_at_390_px(live: dict[str, Any]) -> None:
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         context = browser.new_context(viewport={"width": 390, "height": 900})
-        context.add_cookies([{"name": "crosscheck_token", "value": live["token"], "url": live["base"]}])
+        context.add_cookies([{"name": SESSION_COOKIE, "value": session_cookie(live["base"], live["token"]),
+                              "url": live["base"]}])
         page = context.new_page()
         page.set_default_timeout(10_000)
         problems = {}

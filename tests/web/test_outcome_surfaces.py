@@ -32,6 +32,7 @@ from server.migrate import upgrade
 from server.models import Job, Suite, SuiteRunResult, WebhookDelivery
 from server.services import suite_runs, tokens, workers
 from tests.server.suites import scale_add, sim_report, versions
+from tests.signin import sign_in
 from tests.web import seed as main_seed
 from tests.web import suite_seed
 from tests.web.conftest import make_app, make_settings
@@ -115,7 +116,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         secret = tokens.create(session, "reader", ["read", "submit"])[1]
         session.commit()
     with TestClient(app, follow_redirects=False) as client:
-        client.cookies.set("crosscheck_token", secret)
+        sign_in(client, secret)
         yield {"app": app, "client": client, "first": first, "second": second, "npu_jobs": npu_jobs,
                "token": secret}
     app.state.engine.dispose()
@@ -128,7 +129,7 @@ def plant_run(session: Any, blobs: Any, settings: Any) -> int:
     from tests.server.suites import zip_files
 
     run, _ = suite_runs.open_run(session, "nightly", "pipe-bbb2222", {"branch": "main", "commit": "bbb2222"},
-                                 ["sim"], False, "ci-bot")
+                                 ["sim"], False, "ci-bot", True)
     for key in SIM_CASES:
         out = suite_submit.submit_operator(session, blobs, settings, run, submissions.NewSubmission(
             filename="op.zip", data=zip_files(scale_add()), operator=op_name(key), submitted_by="ci-bot"))

@@ -216,8 +216,9 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
     # Sent before the implementation is imported: the leader holds these hashes, so a kernel
     # that later edits the goldens in memory or on disk cannot make the harness's compare agree.
     rec.events.emit("golden", sha256=[dumps.sha256(g) for g in expected])
-    if mode != "sim":  # SIM jobs poison every uninitialised allocation instead (runtime.job.poison)
-        _scrub_freed_memory([*inputs, *expected], int(req["limits"]["memory_bytes"]) // SCRUB_SHARE)
+    # SIM jobs also poison every uninitialised allocation (runtime.job.poison); the scrub runs in both modes
+    # so that the NPU path shares this code with SIM (tests/runtime/test_shared_harness.py).
+    _scrub_freed_memory([*inputs, *expected], int(req["limits"]["memory_bytes"]) // SCRUB_SHARE)
     graph = _install_graph_verify(req, rec, case, tolerance)
     with stage(rec, mode, src):
         wrapper, weights = task.operator(req["impl"]) if task else (load_function(src, req["impl"]), [])

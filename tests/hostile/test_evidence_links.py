@@ -54,7 +54,8 @@ os.symlink(os.path.dirname({targets[1]!r}), os.path.join(logs, "data.log"))  # a
 os.symlink("/root", os.path.join(logs, "debug", "root"))
 ''' + NORMAL
     case, _ = run(package(tmp_path, body), warm_sim, tmp_path / "work")
-    assert case.verdict == "sim_output_unwritten", case.verdict_reason  # the kernel itself is fine
+    # Planting links in pypto's log dir is tampering with the evidence, reported as it happens (runtime/fence/audit.py).
+    assert case.verdict == "suspect_fake_pass" and "tampered with the evidence" in case.verdict_reason, case.verdict_reason
     refused = "\n".join(case.evidence["refused_files"])
     assert refused.count("a symbolic link") >= len(targets) + 2, refused
     dest = tmp_path / "artifacts"

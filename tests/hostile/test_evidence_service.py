@@ -48,7 +48,7 @@ for i, target in enumerate({list(secrets)!r}):
                                 headers={"Idempotency-Key": uuid.uuid4().hex})
         job_id = accepted["jobs"][0]["id"]
         job = service.wait_job(job_id)
-        assert job["status"] == "succeeded", job
+        assert job["status"] in ("succeeded", "failed"), job  # it ran; its verdict says the rest
         shown = [json.dumps(service.get(f"/jobs/{job_id}/logs")), json.dumps(service.get(f"/jobs/{job_id}/report"))]
         listed = [item["path"] for item in service.get(f"/jobs/{job_id}/artifacts")["items"]]
         assert any("plog/" in p for p in listed), listed  # pypto's own plogs still arrive
@@ -61,7 +61,7 @@ for i, target in enumerate({list(secrets)!r}):
             assert value not in text, f"{where} leaked through the service"
         report = service.get(f"/jobs/{job_id}/report")
         case = report["cases"][0]
-        assert case["verdict"] == "sim_garbage_graph_ok" or case["verdict"] == "sim_output_unwritten", case
+        assert case["verdict"] == "suspect_fake_pass" and "tampered" in case["verdict_reason"], case  # runtime/fence/audit.py
         assert sum("a symbolic link" in r for r in case["evidence"]["refused_files"]) >= len(secrets)
     finally:
         root_file.unlink()

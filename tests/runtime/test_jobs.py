@@ -181,7 +181,8 @@ def test_a_golden_only_an_npu_can_compute_cannot_be_judged_here(warm_sim, tmp_pa
     """issue 35: a golden calling a torch_npu fused op read as a failing kernel; it is `skipped` (exit 3)."""
     from runtime import exit_codes, vocabulary
 
-    golden = "import torch_npu\n    return torch_npu.npu_rms_norm(x, x)[0]"
+    # An op the stand-in has no CPU reference for (npu_rms_norm has one: docs/realops.md §12).
+    golden = "import torch_npu\n    return torch_npu.npu_fused_infer_attention_score(x, x, x)[0]"
     case = run(package(tmp_path, NORMAL, golden_body=golden), warm_sim, tmp_path)
     assert case.verdict == "not_run" and case.stage == "npu_only", (case.verdict, case.stage, case.error)
     assert "NeedsRealNpu" in case.error.message and "only an NPU" in case.verdict_reason

@@ -20,6 +20,8 @@ def make_settings(data_dir: Path, **overrides: Any) -> Settings:
     # The seeded worker stays online for the whole session however slow the machine (online means a
     # heartbeat within 3 periods): no test depends on how fast the tests before it ran.
     overrides.setdefault("job_heartbeat_s", 600)
+    # These apps start no relay (make_app): jobs go to the broker at commit, as with FAIR_DISPATCH=false.
+    overrides.setdefault("fair_dispatch", False)
     return Settings(data_dir=data_dir, database_url=f"sqlite:///{data_dir / 'crosscheck.db'}", **overrides)
 
 

@@ -189,7 +189,8 @@ class Stack:
         from client.submit import bundle
 
         filename, data = bundle(EXAMPLES / example)
-        accepted = self.post("/submissions", data={"modes": list(modes)}, files={"file": (filename, data)},
+        # fresh: each submission here is a run to watch; an identical one would link the earlier job (docs/service.md §6)
+        accepted = self.post("/submissions", data={"modes": list(modes), "fresh": "true"}, files={"file": (filename, data)},
                              headers={"Idempotency-Key": uuid.uuid4().hex})
         return list(accepted["jobs"])
 

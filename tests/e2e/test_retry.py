@@ -15,7 +15,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def stack(sqlite_env: dict[str, str], tmp_path: Path) -> Iterator[Stack]:
-    s = Stack("retry", dict(sqlite_env), tmp_path)
+    # The job must reach the broker before any worker is online, so that the API can be down when one comes:
+    # first come, first served (with fair dispatch it would wait in the database for a worker slot).
+    s = Stack("retry", {**sqlite_env, "FAIR_DISPATCH": "false"}, tmp_path)
     try:
         s.start_api()
         yield s

@@ -18,7 +18,7 @@ then infrastructure.
 Each (verdict, stage) has one outcome and one code, in TABLE below: only a kernel defect (outcome `failed`)
 exits 1; a failed golden, a card that could not be set up or our limit is `broken` (2 or 3); what this host
 cannot judge (SIM limits, version skew, a reference only an NPU computes, an argument we cannot supply) is
-`skipped` (2 or 3).
+`skipped` (2 or 3); an `inconclusive` compare is skipped too, and exits 0: it fails nothing (docs/realops.md §11).
 """
 from __future__ import annotations
 

@@ -49,15 +49,12 @@ def _files(root: Path, op_dir: Path) -> list[str]:
 
 def _task_stem(op_dir: Path, op: str) -> str:
     """The task's KernelBench stem from the gym's result.json beside custom/, else the operator's name."""
-    for candidate in (op_dir.parent.parent / RESULT_FILE,):
-        try:
-            raw = json.loads(candidate.read_text(encoding="utf-8"))
-            source = str(raw.get("source_file") or raw.get("case_id") or "")
-        except (OSError, ValueError, AttributeError):
-            continue
-        if source:
-            return Path(source).stem
-    return op
+    try:
+        raw = json.loads((op_dir.parent.parent / RESULT_FILE).read_text(encoding="utf-8"))
+        source = str(raw.get("source_file") or raw.get("case_id") or "")
+    except (OSError, ValueError, AttributeError):
+        source = ""
+    return Path(source).stem if source else op
 
 
 def discover(folder: Path) -> list[FoundOperator]:

@@ -116,10 +116,11 @@ def _parse(path: Path) -> ast.Module | None:
 
 
 def _defines(path: Path, name: str) -> bool:
+    """`name` is a def, class or assignment at the file's top level."""
     tree = _parse(path)
-    return tree is not None and any(getattr(n, "name", None) == name for n in tree.body) or (
-        tree is not None and any(isinstance(n, ast.Assign) and any(getattr(t, "id", None) == name for t in n.targets)
-                                 for n in tree.body))
+    return tree is not None and any(
+        getattr(n, "name", None) == name
+        or (isinstance(n, ast.Assign) and any(getattr(t, "id", None) == name for t in n.targets)) for n in tree.body)
 
 
 def _check_task(task: Path) -> None:

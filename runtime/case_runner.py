@@ -28,6 +28,7 @@ from runtime.lint import GOLDEN_FALLBACK, VERSION_SKEW_RULES, vec_tile_plans
 from runtime.judge import pitfalls
 from runtime.judge.outcome import JobContext, build
 from runtime.judge import labels
+from runtime.judge import run_options
 from runtime.judge.reruns import label_test_double, memory_of_graph_verify
 from runtime.report import CaseResult, Diagnosis, ErrorInfo, LintFinding, Stage
 from runtime.fence.sandbox import Limits
@@ -431,6 +432,7 @@ class CaseRunner:
             self.standin_used = True
         case = pitfalls.annotate(build(ctx, report), self.findings, ctx.mode, self.tile_plans)
         labels.add(case, report.get("events", []))
+        run_options.judge(case, report.get("events") or [], ctx.mode)  # options that skip work (S8)
         case.stages = [*self.shared_stages, *case.stages]
         if self.sub.task:
             kernelbench.judge(case, report.get("events") or [])  # the gym's cheat rules (docs/kernelbench.md §3)

@@ -8,6 +8,7 @@ decides is `not_checked`, never `pass`.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from runtime.judge import kernelbench
 from runtime.lint import gym_cheats
 from runtime.report import CaseResult, Report
 
+S8_TEXT = re.compile(r"compile_stage|disable_pass")
 _MACHINE = {"PASS": "pass", "FAIL_CHEAT": "failed_cheat", "FAIL_CORRECTNESS": "failed_correctness",
             "BASELINE_FAILED": "failed_correctness"}
 
@@ -24,7 +26,7 @@ def sources(root: Path, files: list[str], op: str) -> list[Path]:
     return [root / f for f in files if Path(f).name in names]
 
 
-def _semantic(case: CaseResult, cheats: dict[str, Any]) -> dict[str, Any]:
+def _semantic(case: CaseResult, cheats: dict[str, Any], files: list[Path]) -> dict[str, Any]:
     rules = {d.rule for d in case.diagnosis}
     launched = kernelbench.kernels(case)
     unwritten = "output-not-written" in rules or "not the kernel's" in case.verdict_reason
@@ -47,7 +49,7 @@ def _semantic(case: CaseResult, cheats: dict[str, Any]) -> dict[str, Any]:
              f"{len(launched)} distinct jit kernel(s) per forward"),
         item("S6", "fail" if fake and unwritten else "pass" if _graph_ok(case) else "not_checked",
              "graph verify computed the output from the kernel's graph" if _graph_ok(case) else case.verdict_reason),
-        item("S8", "not_checked", "pypto config changes are not checked yet"),
+        _s8(case, files),
         item("S9", "suspicious" if hits else "pass", "; ".join(hits) or "no suspicious text"),
     ]
     verdict = "cheat" if any(i["status"] == "fail" for i in items) else \
@@ -65,6 +67,22 @@ def _s4(case: CaseResult) -> dict[str, str]:
     if case.launches and case.verdict in ("sim_garbage_graph_ok", "pass", "graph_fail", "precision_fail"):
         return {"id": "S4", "status": "pass", "evidence": "only moves, views and casts ran outside the kernel"}
     return {"id": "S4", "status": "not_checked", "evidence": "no forward ran to the end"}
+
+
+def _s8(case: CaseResult, files: list[Path]) -> dict[str, str]:
+    """From the options each launch ran under (runtime.judge.run_options), with the source lines that set them."""
+    lines = [f"{p.name}:{i}" for p in files for i, line in
+             enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1) if S8_TEXT.search(line)]
+    where = f" ({', '.join(lines[:5])})" if lines else ""
+    options = (case.evidence or {}).get("run_options")
+    if options:
+        return {"id": "S8", "status": "fail", "evidence": "launched under options that skip work: "
+                + ", ".join(f"{k} = {val}" for k, val in options.items()) + where}
+    if case.launches:
+        return {"id": "S8", "status": "suspicious" if lines else "pass", "evidence":
+                f"every launch ran with pypto's stock compile stage and passes; the sources name them{where}"
+                if lines else "every launch ran with pypto's stock compile stage and passes"}
+    return {"id": "S8", "status": "not_checked", "evidence": "no launch ran"}
 
 
 def _graph_ok(case: CaseResult) -> bool:
@@ -99,7 +117,7 @@ def write(report: Report, root: Path, files: list[str], task: str, out_dir: Path
                   "cheat_check": cheats, "correctness": correctness, "performance": performance,
                   "verdict_machine": _MACHINE.get(final, "error"), "crosscheck": {"mode": report.mode}}
     skill = {"op_name": op, "op_dir": str(root), "task_desc_file": str(root / task), "mode": "correctness",
-             "skill_version": "crosscheck", "cheat_check_script": cheats, "cheat_check_semantic": _semantic(case, cheats),
+             "skill_version": "crosscheck", "cheat_check_script": cheats, "cheat_check_semantic": _semantic(case, cheats, sources(root, files, op)),
              "correctness": correctness, "performance": performance, "final_verdict": final,
              "failure_category": category, "final_reasoning": reasoning}
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ from typing import Any, Iterator, NoReturn
 
 import torch
 
-from runtime.evidence import costmodel, dumps, flow, graph_verify, instrument, metrics
+from runtime.evidence import costmodel, dumps, flow, graph_verify, instrument, metrics, run_options
 from runtime.fence import audit, integrity
 from runtime.job import kernelbench, plainrun, poison, provenance, pytest_run
 from runtime.devices import standin
@@ -58,6 +58,7 @@ def main(req: dict[str, Any], events_fd: int) -> NoReturn:
             poison.install()  # an unwritten output reads as garbage, never as the golden (runtime.job.poison)
             req["standin_offered"] = standin.offer()  # before the seal: only sys.path changes until imported
         rec = instrument.install(req["mode"], events)
+        run_options.install(rec)  # options that skip work, at each launch (S8)
         # From here on, submitted code may run: its forbidden acts go to the leader as they happen.
         audit.install(events_fd, [req["env"][k] for k in ("TILE_FWK_OUTPUT_DIR", "ASCEND_PROCESS_LOG_PATH")
                                   if req["env"].get(k)])

@@ -86,6 +86,9 @@ def gym_verdict(case: CaseResult, cheats: dict[str, Any]) -> tuple[str, str, str
     if case.verdict == v.SUSPECT_FAKE_PASS:
         multi = any(d.rule == MULTI_KERNEL.rule for d in case.diagnosis)
         return "FAIL_CHEAT", "CHEAT_MULTI_KERNEL" if multi else "CHEAT_SEMANTIC", f"cheat from evidence: {reason}"
+    if (case.evidence or {}).get("run_options"):
+        options = ", ".join(f"{k} = {val}" for k, val in case.evidence["run_options"].items())
+        return "FAIL_CHEAT", "CHEAT_SEMANTIC", f"the gym's rule S8: the kernel launched under options that skip work ({options})"
     if case.verdict == v.NOT_RUN and case.stage == "golden":
         return "BASELINE_FAILED", "BASELINE_FAILED", f"the task's Model failed before the operator ran: {reason}"
     if case.verdict == v.STRUCTURAL_ERROR and _shape_or_io(case):

@@ -88,6 +88,12 @@ class ModelNew(nn.Module):
 '''
 HELPER = "def identity(t):\n    return t\n"
 
+# S8: the wrapper sets a pypto option that skips work before it launches the kernel.
+OPTION_CALLS = {
+    "passes_off": '    pypto.set_global_config("pass.default_pass_configs.disable_pass", True)\n' + CALL,
+    "compile_stopped": "    pypto.set_host_options(compile_stage=pypto.config.CompStage.TILE_GRAPH)\n" + CALL,
+}
+
 # ModelNew.forward's last line per kind: the operator's call, or torch maths around it (S4).
 FORWARD = {
     "maths_before": "return {op}_wrapper(x + self.{param}, torch.zeros_like(self.{param}))",
@@ -96,7 +102,7 @@ FORWARD = {
                     "self.{param}.unsqueeze(0).squeeze(0).expand(64, 128).clone())",
 }
 KINDS = ("correct", "wrong", "fallback", "two_path", "two_kernels", "state_dict", "helper", "wrapper_only",
-         "suspicious_comment", *FORWARD)
+         "suspicious_comment", *FORWARD, *OPTION_CALLS)
 
 
 def write(root: Path, op: str, kind: str = "correct", task_name: str = "task_desc.py") -> Path:
@@ -105,7 +111,7 @@ def write(root: Path, op: str, kind: str = "correct", task_name: str = "task_des
     folder = root / "custom" / op
     folder.mkdir(parents=True, exist_ok=True)
     (folder / task_name).write_text(BIAS_RELU_TASK)
-    call = {"fallback": FALLBACK_CALL, "two_kernels": TWO_KERNELS_CALL}.get(kind, CALL)
+    call = {"fallback": FALLBACK_CALL, "two_kernels": TWO_KERNELS_CALL, **OPTION_CALLS}.get(kind, CALL)
     kernel = textwrap.dedent(KERNEL).format(op=op, scale="2.0" if kind == "wrong" else "1.0", call=call)
     if kind == "two_kernels":
         kernel += TWO_KERNELS

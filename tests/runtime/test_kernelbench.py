@@ -33,6 +33,8 @@ EXPECTED = {  # kind -> (our verdict, the gym's final_verdict, failure_category)
     "maths_before": ("suspect_fake_pass", "FAIL_CHEAT", "CHEAT_SEMANTIC"),
     "maths_after": ("suspect_fake_pass", "FAIL_CHEAT", "CHEAT_SEMANTIC"),
     "layout_moves": ("sim_garbage_graph_ok", "PASS", ""),
+    "passes_off": ("suspect_fake_pass", "FAIL_CHEAT", "CHEAT_SEMANTIC"),
+    "compile_stopped": ("not_run", "FAIL_CHEAT", "CHEAT_SEMANTIC"),
 }
 
 
@@ -123,6 +125,18 @@ def test_cheat_classes_name_their_evidence(gym_runs):
     comment = gym_runs["suspicious_comment"][1]
     assert comment["cheat_check_script"]["verdict"] == "suspicious"
     assert "workaround" in comment["final_reasoning"] or "forbidden_text_patterns" in comment["final_reasoning"]
+
+
+@pytest.mark.slow
+def test_a_config_that_skips_work_is_s8_from_the_launches(gym_runs):
+    for kind, option in (("passes_off", "disable_pass = 1"), ("compile_stopped", "compile_stage = 2")):
+        report, skill = gym_runs[kind]
+        s8 = {i["id"]: i for i in skill["cheat_check_semantic"]["items"]}["S8"]
+        assert s8["status"] == "fail" and option in s8["evidence"] and "BiasReLU_impl.py:" in s8["evidence"], s8
+    rules = [d.rule for d in gym_runs["compile_stopped"][0].cases[0].diagnosis]
+    assert rules[0] == "compile-stopped-early" and "output-not-written" not in rules, rules
+    assert gym_runs["passes_off"][0].cases[0].diagnosis[0].rule == "compiler-passes-off"
+    assert {i["id"]: i["status"] for i in gym_runs["correct"][1]["cheat_check_semantic"]["items"]}["S8"] == "pass"
 
 
 @pytest.mark.slow

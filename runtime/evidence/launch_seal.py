@@ -38,7 +38,7 @@ _LISTDIR, _OPEN, _READ, _CLOSE = os.listdir, os.open, os.read, os.close
 _O_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
 _READER, _STRINGIO = _csv.reader, io.StringIO
 _GETATTRIBUTE = object.__getattribute__
-_DICT_KEYS, _DICT_POP = dict.keys, dict.pop
+_DICT_KEYS, _DICT_POP, _DICT_GET, _MODULES = dict.keys, dict.pop, dict.get, sys.modules
 _TYPE, _ISINSTANCE, _LIST, _SORTED, _STR, _NEXT, _VARS = type, isinstance, list, sorted, str, next, vars
 _MRO = type.__dict__["__mro__"].__get__
 _THREADS, _GC_CALLBACKS, _GETPROFILE, _GETTRACE = _thread._count, gc.callbacks, sys.getprofile, sys.gettrace
@@ -151,7 +151,7 @@ class Seal:
         before, state = _GETPROFILE(), {"sent": False}
 
         def watch(frame: Any, event: str, _arg: Any) -> None:
-            if event != "call" or state["sent"] or not _SUBMITTED(frame.f_code.co_filename):
+            if event != "call" or state["sent"] or not _submitted_frame(frame):
                 return
             caller = frame.f_back
             while caller is not None:
@@ -193,10 +193,27 @@ class Seal:
 
 def _runs_submitted(frame: Any) -> bool:
     while frame is not None:
-        if _SUBMITTED(frame.f_code.co_filename):
+        if _submitted_frame(frame):
             return True
         frame = frame.f_back
     return False
+
+
+def _submitted_frame(frame: Any) -> bool:
+    """Whether the frame runs the submission's code. Code made at run time (`<string>`) is judged by the module
+    whose globals it runs in: a namedtuple's, the standard library's or a library's is theirs."""
+    name = frame.f_code.co_filename
+    if not (name.startswith("<") and not name.startswith("<frozen")):
+        return _SUBMITTED(name)
+    module = _DICT_GET(frame.f_globals, "__name__")
+    if _ISINSTANCE(module, _STR) and module.startswith("namedtuple_"):
+        return False
+    found = _DICT_GET(_MODULES, module) if _ISINSTANCE(module, _STR) else None
+    try:
+        file = _DICT_GET(_GETATTRIBUTE(found, "__dict__"), "__file__") if found is not None else None
+    except AttributeError:
+        file = None
+    return not _ISINSTANCE(file, _STR) or _SUBMITTED(file)
 
 
 def _read(path: str) -> str | None:

@@ -175,7 +175,8 @@ def _patch_jit(rec: Recorder, events: Events) -> None:
         start = _CLOCK()
         error = ""
         try:
-            with flow.suspended():  # pypto's own torch calls run outside the data-flow record
+            # pypto's own torch calls run outside the data-flow record; the submission's Python runs nowhere in it
+            with flow.suspended(), seal.inside(len(rec.launches)):
                 return original(self, *args, **kwargs)
         except BaseException as exc:
             error = f"{type(exc).__name__}: {exc}"[:2000]

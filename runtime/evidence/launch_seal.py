@@ -19,13 +19,17 @@ from __future__ import annotations
 import _thread
 import ctypes
 import gc
+import importlib.util
 import io
 import os
 import signal
 import sys
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 import _csv
+
+from runtime.fence import audit
 
 CSV_NAME = "verify_result_brief.csv"
 MAX_CSV_BYTES = 1024 * 1024  # per CSV sent; a graph call's golden rows are a few hundred bytes
@@ -34,13 +38,20 @@ _LISTDIR, _OPEN, _READ, _CLOSE = os.listdir, os.open, os.read, os.close
 _O_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
 _READER, _STRINGIO = _csv.reader, io.StringIO
 _GETATTRIBUTE = object.__getattribute__
-_DICT_KEYS, _DICT_POP = dict.keys, dict.pop
+_DICT_KEYS, _DICT_POP, _DICT_GET, _MODULES = dict.keys, dict.pop, dict.get, sys.modules
 _TYPE, _ISINSTANCE, _LIST, _SORTED, _STR, _NEXT, _VARS = type, isinstance, list, sorted, str, next, vars
 _MRO = type.__dict__["__mro__"].__get__
 _THREADS, _GC_CALLBACKS, _GETPROFILE, _GETTRACE = _thread._count, gc.callbacks, sys.getprofile, sys.gettrace
 _GETSIGNAL, _DEFAULT_INT = signal.getsignal, signal.default_int_handler
 _SIGNALS = [s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)]
 _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # the runtime package
+_FRAMES, _IDENT, _SETPROFILE = sys._current_frames, _thread.get_ident, sys.setprofile
+_SUBMITTED = audit.submitted
+_SPEC = importlib.util.find_spec("pypto")
+_PYPTO = os.path.dirname(_SPEC.origin or "") if _SPEC is not None else "/nonexistent"
+# pypto reads the kernel's source by evaluating its expressions (as `<string>` code): the kernel's own code, and
+# the helpers it calls, run there on purpose, before the graph is built (docs/SECURITY.md).
+_READING = frozenset(os.path.join(_PYPTO, "frontend", "parser", n) for n in ("parser.py", "evaluator.py"))
 
 Emit = Callable[[str, dict[str, Any]], None]
 
@@ -55,6 +66,8 @@ class Seal:
                         if isinstance(value, (staticmethod, classmethod)) or callable(value)}
         self.code = self._code()
         self.threads = _THREADS()
+        self.idents = set(_FRAMES())
+        self.alive: set[int] = set()
 
     def _code(self) -> dict[str, int]:
         """Who pypto's launch path is: its jit class's attributes and its launch modules' functions."""
@@ -68,8 +81,17 @@ class Seal:
         threads, a garbage-collector callback, a signal handler, a profile or trace function. Inside the launch
         it could overwrite the graph's result and pypto's buffered CSV before the harness reads them."""
         found = []
-        if _THREADS() > self.threads:
-            found.append(f"{_THREADS() - self.threads} Python thread(s) of its own")
+        frames, me = _FRAMES(), _IDENT()
+        own = {t for t in frames if t != me and t not in self.idents}
+        # A thread of its own that runs its code, or ends inside the launch (a timer that fired). An idle pool
+        # thread waiting in the standard library (torch's, concurrent.futures') is no such thread.
+        running = [t for t in own if _runs_submitted(frames[t])]
+        ended = [t for t in self.alive if t not in frames] if when == "during" else []
+        self.alive = own if when == "before" else set()
+        if running:
+            found.append(f"{len(running)} Python thread(s) of its own running its code")
+        if ended:
+            found.append(f"{len(ended)} Python thread(s) of its own that ended inside it")
         if _GC_CALLBACKS:
             found.append("a garbage-collector callback")
         if _GETPROFILE() is not None or _GETTRACE() is not None:
@@ -93,6 +115,7 @@ class Seal:
         """Take pypto's launch code as it is now: only before any submitted code ran (runtime.evidence.instrument)."""
         self.code = self._code()
         self.threads = _THREADS()  # the harness's own, if any
+        self.idents = set(_FRAMES())
 
     def replaced(self, when: str, index: int) -> None:
         """Report pypto's launch code that is not what it was before the submission ran (a class patch)."""
@@ -120,6 +143,38 @@ class Seal:
         if found and self.emit is not None:
             self.emit("tamper", {"what": f"{'; '.join(found)[:400]} ({when} launch {index})", "file": "", "line": 0})
 
+    @contextmanager
+    def inside(self, index: int) -> Iterator[None]:
+        """Report the first Python of the submission's that runs inside this launch in this thread, outside pypto's
+        reading of the kernel: a `__del__`, a tensor subclass's `__torch_function__`, a weakref or gc callback, an
+        audit hook; whatever road it came by, its first frame is seen before its first line runs."""
+        before, state = _GETPROFILE(), {"sent": False}
+
+        def watch(frame: Any, event: str, _arg: Any) -> None:
+            if event != "call" or state["sent"] or not _submitted_frame(frame):
+                return
+            caller = frame.f_back
+            while caller is not None:
+                if caller.f_code.co_filename in _READING:
+                    return
+                caller = caller.f_back
+            state["sent"] = True
+            if self.emit is not None:
+                code = frame.f_code
+                self.emit("tamper", {"what": f"ran its own Python ({code.co_name}) inside launch {index}, outside "
+                                             "pypto's reading of the kernel", "file": code.co_filename[-300:],
+                                     "line": frame.f_lineno})
+
+        _SETPROFILE(watch)
+        try:
+            yield
+        finally:
+            swapped = _GETPROFILE() is not watch
+            _SETPROFILE(before)
+            if swapped and self.emit is not None:
+                self.emit("tamper", {"what": f"replaced the harness's profile function inside launch {index}",
+                                     "file": "", "line": 0})
+
     def verify_csvs(self, index: int) -> None:
         """Send this launch's verify CSVs' golden rows as they are now, before the submission runs again."""
         if self.emit is None:
@@ -134,6 +189,31 @@ class Seal:
             text = _read(f"{folder}/{name}/{CSV_NAME}")
             if text is not None:
                 self.emit("graph_csv", {"launch": index, "folder": name, "text": _golden_lines(text)})
+
+
+def _runs_submitted(frame: Any) -> bool:
+    while frame is not None:
+        if _submitted_frame(frame):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _submitted_frame(frame: Any) -> bool:
+    """Whether the frame runs the submission's code. Code made at run time (`<string>`) is judged by the module
+    whose globals it runs in: a namedtuple's, the standard library's or a library's is theirs."""
+    name = frame.f_code.co_filename
+    if not (name.startswith("<") and not name.startswith("<frozen")):
+        return _SUBMITTED(name)
+    module = _DICT_GET(frame.f_globals, "__name__")
+    if _ISINSTANCE(module, _STR) and module.startswith("namedtuple_"):
+        return False
+    found = _DICT_GET(_MODULES, module) if _ISINSTANCE(module, _STR) else None
+    try:
+        file = _DICT_GET(_GETATTRIBUTE(found, "__dict__"), "__file__") if found is not None else None
+    except AttributeError:
+        file = None
+    return not _ISINSTANCE(file, _STR) or _SUBMITTED(file)
 
 
 def _read(path: str) -> str | None:

@@ -41,6 +41,16 @@ _LIBRARIES = tuple(os.path.dirname(importlib.util.find_spec(m).origin or "") + o
 _TRUSTED = (_HERE, *_SITE, *_LIBRARIES)
 
 
+def submitted(filename: str) -> bool:
+    """Code of the submission's (or code it compiled): neither the standard library's, an installed library's
+    nor the harness's. `<string>` and the like count as the submission's (runtime.evidence.launch_seal)."""
+    if filename.startswith("<frozen "):
+        return False
+    if filename.startswith(_STDLIB) and not filename.startswith(_SITE):
+        return False
+    return not filename.startswith(_TRUSTED)
+
+
 def emitter(fd: int) -> Callable[[str, dict[str, Any]], None]:
     """A writer of flat events ({str: str | int | bool}) on `fd` through references taken now."""
     write, enc, isinstance_, str_, int_, bool_ = os.write, encode_basestring_ascii, isinstance, str, int, bool
@@ -121,10 +131,13 @@ def install(fd: int, guarded_dirs: list[str]) -> None:
         if event == "object.__setattr__" and len_(args) >= 2 and guarded_object(args[0]):
             return f"set {args[1]!s:.100} on a {'class' if isinstance_(args[0], type_) else 'object'} of pypto, " \
                    "torch or the harness"
-        if event == "compile" and len_(args) >= 2 and isinstance_(args[1], str_) \
-                and args[1].startswith(_TRUSTED) \
+        if event in ("compile", "code.__new__") and len_(args) >= 2 and isinstance_(args[1], str_) \
+                and not submitted(args[1]) \
                 and not getframe(2).f_code.co_filename.startswith("<frozen importlib"):
-            return f"compiled code under the file name {args[1]} of the harness or a library it trusts"
+            return f"made code under the file name {args[1]} of the harness or a library it trusts"
+        if event == "function.__new__" and args and hasattr(args[0], "co_filename") \
+                and not submitted(args[0].co_filename):
+            return f"made a function of its own from code of {args[0].co_filename}"
         return None
 
     def hook(event: str, args: tuple[Any, ...]) -> None:

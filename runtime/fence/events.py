@@ -8,7 +8,13 @@ from __future__ import annotations
 import json
 import math
 import os
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
+
+# The encoder and the write, taken when the harness is imported: a submission that patches `json` or `os` later
+# cannot rewrite what the harness tells its leader (docs/SECURITY.md).
+_ENCODE = c_make_encoder(None, str, encode_basestring_ascii, None, ": ", ", ", False, False, False)
+_WRITE, _JOIN = os.write, "".join
 
 
 def _clean(value: Any) -> Any:
@@ -29,10 +35,9 @@ class Events:
     def emit(self, event: str, **fields: Any) -> None:
         if self.fd is None:
             return
-        line = json.dumps(_clean({"event": event, **fields}), allow_nan=False, default=str) + "\n"
-        data = line.encode()
+        data = (_JOIN(_ENCODE(_clean({"event": event, **fields}), 0)) + "\n").encode()
         while data:
-            written = os.write(self.fd, data)
+            written = _WRITE(self.fd, data)
             data = data[written:]
 
 

@@ -174,7 +174,8 @@ def device_groups() -> list[int]:
     return sorted(g for g in gids if g != 0)
 
 
-def enter(limits: Limits, uid: int | None, groups: list[int] | None = None, in_cgroup: bool = False) -> str:
+def enter(limits: Limits, uid: int | None, groups: list[int] | None = None, in_cgroup: bool = False,
+          event_fd: int | None = None) -> str:
     """In the job process: resource limits, the unprivileged uid, the syscall filter. Irreversible.
     Returns '' or why the syscall filter could not be loaded (for the sandbox notes).
 
@@ -194,7 +195,7 @@ def enter(limits: Limits, uid: int | None, groups: list[int] | None = None, in_c
         os.setgid(uid)
         os.setuid(uid)
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    return syscalls.load(_libc)  # no user namespaces, no keyrings (runtime.fence.syscalls)
+    return syscalls.load(_libc, event_fd)  # no user namespaces, no keyrings, the event pipe kept (runtime.fence.syscalls)
 
 
 def die_with_parent() -> None:

@@ -208,11 +208,16 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
                     d.file, d.line = error.file, error.line
         diagnoses = verdict_diagnoses.lead(diagnoses, verdict, fail_stage, ctx.golden_fallback, graph)
     verdict, reason, fail_stage = _not_the_kernels(verdict, reason, fail_stage, ev, error, ctx, checked.launches)
-    if internal is not None and not ev.contradictions and verdict in (verdicts.CRASH, verdicts.STRUCTURAL_ERROR):
+    if internal is not None and not ev.contradictions and verdict in (verdicts.CRASH, verdicts.STRUCTURAL_ERROR) \
+            and _ours(report, events, internal):
         # Our own code raised (the job's harness, its leader): infrastructure, never the kernel's defect.
         verdict, fail_stage = verdicts.NOT_RUN, verdicts.HARNESS_STAGE
         reason = (f"the harness failed ({error.type if error else 'no report'}: "
                   f"{(error.message if error else '')[:300]}); nothing is known about the kernel: see the traceback")
+    elif internal is not None and verdict == verdicts.CRASH:
+        reason = (f"the job reported a harness failure after its kernel ran ({error.type if error else 'no report'}: "
+                  f"{(error.message if error else '')[:300]}); the submission's code runs in that process and can "
+                  "cause or forge one, so it counts as the kernel's")
     if fail_stage == envgap.STAGE and error is not None:
         diagnoses = [envgap.diagnosis(envgap.missing_package(error, ctx.dirs.src, 0), error)]
     return CaseResult(
@@ -229,6 +234,21 @@ def build(ctx: JobContext, report: dict[str, Any]) -> CaseResult:
         version_skew=skewed.to_dict() if skewed and verdict == verdicts.VERSION_SKEW else None,
         sim_gap=gap if verdict == verdicts.SIM_UNSUPPORTED else None,
     )
+
+
+def _ours(report: dict[str, Any], events: list[dict[str, Any]], internal: dict[str, Any]) -> bool:
+    """Whether a harness failure is ours beyond doubt: the leader's own, or the job's before its kernel first ran.
+    After a launch the job's report could be the submission's (it writes on the same pipe, and can make our code
+    raise): a kernel defect then, so a gate counting defects cannot be dodged by claiming our failure
+    (docs/SECURITY.md)."""
+    if "leader_error" in report:
+        return True
+    for e in events:
+        if e is internal:
+            return True
+        if e.get("event") in ("launch_start", "launch"):
+            return False
+    return True
 
 
 def _not_the_kernels(verdict: str, reason: str, stage: str, ev: verdicts.Evidence, error: ErrorInfo | None,

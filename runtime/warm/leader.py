@@ -87,7 +87,7 @@ def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict
                 _try_fresh_proc()
             _redirect_output(request)
             unfiltered = sandbox.enter(limits, uid, sandbox.device_groups() if request["mode"] == "npu" else [],
-                                       in_cgroup=cgroup is not None)
+                                       in_cgroup=cgroup is not None, event_fd=ev_w)
             if unfiltered:
                 events_mod.Events(ev_w).emit("sandbox_note", note=unfiltered)
             sandbox.die_with_parent()  # after the uid change, which clears the setting

@@ -152,6 +152,15 @@ class CaseResult:
         return value
 
 
+    @field_validator("graph_verify")
+    @classmethod
+    def _bounded_graph_map(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        m = (value or {}).get("metrics")
+        problem = _map_problem(m) if isinstance(m, dict) else None
+        if problem:
+            raise ValueError(f"graph_verify.metrics: {problem}")
+        return value
+
     @model_validator(mode="after")
     def _pass_agrees_with_its_metrics(self) -> "CaseResult":
         problem = impossible_pass(self.metrics) if self.verdict == "pass" else None
@@ -193,6 +202,9 @@ def impossible_metrics(m: dict[str, Any] | None) -> str | None:
         for key, count in counts.items():
             if isinstance(count, int) and count > numel:
                 return f"{key} {count} is larger than numel {numel}"
+    problem = _map_problem(m)
+    if problem:
+        return problem
     ratio, mismatches = m.get("mismatch_ratio"), counts["mismatch_count"]
     if ratio is not None:
         if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not 0.0 <= ratio <= 1.0:
@@ -201,6 +213,18 @@ def impossible_metrics(m: dict[str, Any] | None) -> str | None:
                 not math.isclose(ratio, mismatches / numel, rel_tol=RATIO_TOLERANCE, abs_tol=RATIO_TOLERANCE):
             return f"mismatch_ratio {ratio} disagrees with mismatch_count/numel = {mismatches}/{numel}"
     return None
+
+
+def _map_problem(m: dict[str, Any]) -> str | None:
+    """A mismatch map that is malformed, unbounded or drawn for a compare without mismatches (runtime.mismatch_map)."""
+    from runtime import mismatch_map
+
+    if mismatch_map.KEY not in m:
+        return None
+    if not m.get("mismatch_count"):
+        return f"{mismatch_map.KEY} given for a compare without mismatches"
+    problem = mismatch_map.problem(m[mismatch_map.KEY], m.get("numel"))
+    return f"{mismatch_map.KEY}: {problem}" if problem else None
 
 
 @dataclass

@@ -1,0 +1,175 @@
+"""Where a compare's mismatches are: a bounded summary stored with its metrics (docs/dashboard.md §2).
+
+The output is read as rows × columns (rows: the product of its leading dims, columns: its last dim; a 1-D
+output is one row of its flat index range), binned into at most MAX_CELLS × MAX_CELLS cells. Each cell
+keeps one digit, the share of its elements outside tolerance in ninths, rounded up (0: none, 1: at least
+one, 9: all), so a map is at most about 4 KB whatever the output's size. The first FIRST_INDICES
+mismatching flat indices are kept beside it.
+
+`Accumulator` builds it from the flat chunks a compare walks in order (runtime.evidence.dumps); it takes
+torch tensors but imports nothing, so the CLI and the dashboard read maps without loading torch.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+MAX_CELLS = 64  # cells per side
+FIRST_INDICES = 16
+LEVELS = 9
+KEY = "mismatch_map"  # the metrics key holding it
+
+
+def grid_of(shape: list[int]) -> tuple[int, int]:
+    """The 2-D reading of a shape: (rows, columns)."""
+    numel = math.prod(shape)
+    if len(shape) < 2:
+        return 1, numel
+    return math.prod(shape[:-1]), shape[-1]
+
+
+def start_of(cell: int, cells: int, size: int) -> int:
+    """The first row (or column) of a cell: element i is in cell i * cells // size."""
+    return -(-cell * size // cells)
+
+
+class Accumulator:
+    """Counts mismatches per cell over an output's flat chunks, fed in order."""
+
+    def __init__(self, shape: list[int]) -> None:
+        self.shape = [int(d) for d in shape]
+        self.rows, self.cols = grid_of(self.shape)
+        self.cell_rows, self.cell_cols = min(self.rows, MAX_CELLS), min(self.cols, MAX_CELLS)
+        self.counts: list[int] = [0] * (self.cell_rows * self.cell_cols)
+        self.first: list[int] = []
+        self.offset = 0
+
+    def add(self, mismatched: Any) -> None:
+        """A chunk's mismatch mask (a flat bool tensor, or True when every element of `mismatched.numel()`
+        mismatches)."""
+        n = int(mismatched.numel())
+        if n and bool(mismatched.any()):
+            at = mismatched.reshape(-1).nonzero().reshape(-1) + self.offset
+            self.first += [int(i) for i in at[: FIRST_INDICES - len(self.first)]]
+            cell = (at // self.cols) * self.cell_rows // self.rows * self.cell_cols \
+                + (at % self.cols) * self.cell_cols // self.cols
+            for i, count in enumerate(cell.bincount(minlength=len(self.counts)).tolist()):
+                self.counts[i] += count
+        self.offset += n
+
+    def skip(self, n: int) -> None:
+        """A chunk with no mismatch."""
+        self.offset += int(n)
+
+    def summary(self) -> dict[str, Any] | None:
+        """The stored map, or None when nothing mismatched."""
+        if not any(self.counts):
+            return None
+        lines = []
+        for r in range(self.cell_rows):
+            height = start_of(r + 1, self.cell_rows, self.rows) - start_of(r, self.cell_rows, self.rows)
+            line = ""
+            for c in range(self.cell_cols):
+                width = start_of(c + 1, self.cell_cols, self.cols) - start_of(c, self.cell_cols, self.cols)
+                count = self.counts[r * self.cell_cols + c]
+                line += str(-(-count * LEVELS // (height * width)))
+            lines.append(line)
+        return {"shape": self.shape, "rows": self.rows, "cols": self.cols, "cells": lines, "first": self.first}
+
+
+def problem(summary: Any, numel: Any) -> str | None:
+    """What makes a stored map malformed or unbounded, or None (runtime.report checks every one)."""
+    if not isinstance(summary, dict):
+        return "must be an object"
+    shape, cells, first = summary.get("shape"), summary.get("cells"), summary.get("first")
+    if not isinstance(shape, list) or len(shape) > 64 or not all(type(d) is int and d >= 0 for d in shape):
+        return "shape must be a list of at most 64 sizes"
+    if isinstance(numel, int) and math.prod(shape) != numel:
+        return f"shape {shape} does not hold numel {numel} elements"
+    rows, cols = grid_of(shape)
+    if (summary.get("rows"), summary.get("cols")) != (rows, cols):
+        return f"rows × cols must be {rows} × {cols} for shape {shape}"
+    if not isinstance(cells, list) or len(cells) != min(rows, MAX_CELLS) or not all(
+            isinstance(line, str) and len(line) == min(cols, MAX_CELLS) and line.isdigit() and line.isascii()
+            for line in cells):
+        return f"cells must be {min(rows, MAX_CELLS)} strings of {min(cols, MAX_CELLS)} digits"
+    if not isinstance(first, list) or len(first) > FIRST_INDICES or not all(
+            type(i) is int and 0 <= i < rows * cols for i in first):
+        return f"first must hold at most {FIRST_INDICES} flat indices of the output"
+    return None
+
+
+def index(flat: int, shape: list[int]) -> tuple[int, ...]:
+    """A flat (C order) index as the output's own index: (row, col) for a 2-D output."""
+    out = []
+    for size in reversed(shape or [flat + 1]):
+        flat, i = divmod(flat, size) if size else (flat, 0)
+        out.append(i)
+    return tuple(reversed(out))
+
+
+def first_text(summary: dict[str, Any], most: int = 8) -> str:
+    """The first mismatching elements, as indices of the output: '(32, 0), (32, 1), …'."""
+    shown = [index(i, summary["shape"]) for i in summary["first"][:most]]
+    text = ", ".join("(" + ", ".join(str(i) for i in ix) + ")" if len(ix) > 1 else f"[{ix[0]}]" for ix in shown)
+    return text + (", …" if len(summary["first"]) > most else "")
+
+
+def lit(summary: dict[str, Any]) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The row ranges and column ranges (first, last) of the cells holding a mismatch."""
+    cells = summary["cells"]
+    rows = [r for r, line in enumerate(cells) if line.strip("0")]
+    cols = [c for c in range(len(cells[0])) if any(line[c] != "0" for line in cells)]
+    return (_spans(rows, len(cells), summary["rows"]), _spans(cols, len(cells[0]), summary["cols"]))
+
+
+def _spans(cells: list[int], count: int, size: int) -> list[tuple[int, int]]:
+    """Runs of neighbouring cells as element ranges (first, last)."""
+    out: list[tuple[int, int]] = []
+    for cell in cells:
+        first, last = start_of(cell, count, size), start_of(cell + 1, count, size) - 1
+        if out and out[-1][1] + 1 == first:
+            out[-1] = (out[-1][0], last)
+        else:
+            out.append((first, last))
+    return out
+
+
+def spans_text(spans: list[tuple[int, int]], size: int, noun: tuple[str, str], most: int = 4) -> str:
+    """'rows 32–39 of 40', 'row 7 of 40', 'all 64 columns'; `noun`: (singular, plural)."""
+    if spans == [(0, size - 1)]:
+        return f"all {size:,} {noun[1]}"
+    parts = [f"{a:,}" if a == b else f"{a:,}–{b:,}" for a, b in spans[:most]]
+    more = f" and {len(spans) - most} more" if len(spans) > most else ""
+    word = noun[0] if len(spans) == 1 and spans[0][0] == spans[0][1] else noun[1]
+    return f"{word} {', '.join(parts)}{more} of {size:,}"
+
+
+def where_text(summary: dict[str, Any]) -> str:
+    """Where the mismatches are, in words: 'rows 32–39 of 40 × all 64 columns' (a 1-D output: its index range)."""
+    rows, cols = lit(summary)
+    if len(summary["shape"]) < 2:
+        return spans_text(cols, summary["cols"], ("index", "indices"))
+    return f"{spans_text(rows, summary['rows'], ('row', 'rows'))} × {spans_text(cols, summary['cols'], ('column', 'columns'))}"
+
+
+def deciding(case: dict[str, Any], mode: str) -> tuple[str, list[tuple[str, dict[str, Any]]]] | None:
+    """The maps of the compare that condemned a case (its report dict): the NPU's failed precision, or in SIM
+    graph verify's failed compare (SIM's own output is leftover memory, never evidence). Returns the
+    compare's name and (output name, map) pairs: one pair for one output, one per mismatching output of several."""
+    if mode == "npu":
+        source, key = "NPU", "metrics"
+        chosen = case.get("metrics") if case.get("precision") == "fail" else None
+    else:
+        gv = case.get("graph_verify") or {}
+        source, key = "graph verify", "graph_metrics"
+        chosen = gv.get("metrics") if gv.get("status") == "fail" else None
+    if not isinstance(chosen, dict):
+        return None
+    if isinstance(chosen.get(KEY), dict):
+        found = [("", chosen[KEY])]
+    else:  # several outputs: each one's own map (runtime.report.CaseResult.outputs)
+        found = [(str(o.get("name", i)), (o.get(key) or {}).get(KEY)) for i, o in enumerate(case.get("outputs") or [])
+                 if isinstance(o, dict) and isinstance(o.get(key), dict)]
+    found = [(name, summary) for name, summary in found if isinstance(summary, dict) and not problem(summary, None)]
+    return (source, found) if found else None

@@ -216,8 +216,8 @@ def impossible_metrics(m: dict[str, Any] | None) -> str | None:
 
 
 def _map_problem(m: dict[str, Any]) -> str | None:
-    """A mismatch map that is malformed, unbounded or drawn for a compare without mismatches (runtime.mismatch_map)."""
-    from runtime import mismatch_map
+    """A mismatch map that is malformed, unbounded or drawn for a compare without mismatches (runtime.evidence.mismatch_map)."""
+    from runtime.evidence import mismatch_map
 
     if mismatch_map.KEY not in m:
         return None

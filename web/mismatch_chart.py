@@ -1,5 +1,5 @@
 """The job page's mismatch map: where a failed compare's mismatches are, drawn from its stored summary
-(runtime.mismatch_map) as server-rendered SVG, like the other charts (web/charts.py says why SVG).
+(runtime.evidence.mismatch_map) as server-rendered SVG, like the other charts (web/charts.py says why SVG).
 
 A cell is a block of the output's rows × columns (a 1-D output: a range of its flat indices); it is drawn
 only when at least one of its elements is outside tolerance, darker the larger that share (docs/dashboard.md §2).
@@ -11,18 +11,20 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from runtime import mismatch_map
+from runtime.evidence import mismatch_map
 
-PLOT_W, MAX_PLOT_H, MIN_PLOT_H = 512, 320, 24
-LEFT, RIGHT, TOP, BOTTOM = 52, 10, 8, 34
+PLOT_W, MAX_PLOT_H, MIN_PLOT_H = 512, 240, 24
+LABEL_GAP = 14  # labels closer than this (chart pixels) to one already placed are left out
+MAX_SPAN_LABELS = 3  # lit spans whose first and last row (column) are labelled
+LEFT, RIGHT, TOP, BOTTOM = 52, 10, 14, 34
 
 
 @dataclass
 class MismatchMap:
     source: str  # the compare: graph verify | NPU
     output: str  # the output's name when the case has several, else ""
-    where: str  # runtime.mismatch_map.where_text
-    first: str  # runtime.mismatch_map.first_text
+    where: str  # runtime.evidence.mismatch_map.where_text
+    first: str  # runtime.evidence.mismatch_map.first_text
     cell: str  # what one cell covers, in words
     width: float
     height: float
@@ -37,7 +39,7 @@ class MismatchMap:
 
 
 def build(report: dict[str, Any], mode: str) -> list[MismatchMap]:
-    """The maps of a case's condemning compare (runtime.mismatch_map.deciding), none when it passed or has none."""
+    """The maps of a case's condemning compare (runtime.evidence.mismatch_map.deciding), none when it passed or has none."""
     found = mismatch_map.deciding(report, mode)
     if found is None:
         return []
@@ -68,13 +70,31 @@ def _one(source: str, name: str, summary: dict[str, Any]) -> MismatchMap:
                              f"<title>{escape(where)}: {share} of the elements outside tolerance</title></rect>")
             c = end + 1
     flat = len(summary["shape"]) < 2
-    row_labels = [] if flat else [{"y": TOP + 12, "label": "0"}, {"y": TOP + plot_h, "label": f"{rows - 1:,}"}]
-    col_labels = [{"x": LEFT, "label": "0", "anchor": "start"},
-                  {"x": LEFT + PLOT_W, "label": f"{cols - 1:,}", "anchor": "end"}]
+    lit_rows, lit_cols = mismatch_map.lit(summary)
+    row_labels = [] if flat else [{"y": y + 4, "label": f"{n:,}"} for y, n in _labels(
+        lit_rows, rows, n_rows, lambda cell, end: TOP + (cell + end) * cell_h)]
+    col_labels = [{"x": x, "label": f"{n:,}"} for x, n in _labels(
+        lit_cols, cols, n_cols, lambda cell, end: LEFT + (cell + end) * cell_w)]
     return MismatchMap(source=source, output=name, where=mismatch_map.where_text(summary),
                        first=mismatch_map.first_text(summary), cell=_cell_text(n_rows, n_cols, rows, cols, flat),
                        width=LEFT + PLOT_W + RIGHT, height=TOP + plot_h + BOTTOM, plot_w=PLOT_W, plot_h=plot_h,
                        rects=Markup("".join(parts)), row_labels=row_labels, col_labels=col_labels, flat=flat)
+
+
+def _labels(spans: list[tuple[int, int]], size: int, cells: int, at: Any) -> list[tuple[float, int]]:
+    """Where to label an axis: its ends, then the first and last row (column) of the first lit spans, each
+    at its cell's edge (`at(cell, 0)` the start, `at(cell, 1)` the end); none crowding another."""
+    def cell_of(i: int) -> int:
+        return i * cells // size
+
+    wanted = [(at(0, 0), 0), (at(cells - 1, 1), size - 1)]
+    for first, last in spans[:MAX_SPAN_LABELS]:
+        wanted += [(at(cell_of(first), 0), first), (at(cell_of(last), 1), last)]
+    placed: list[tuple[float, int]] = []
+    for pos, n in wanted:
+        if all(abs(pos - p) >= LABEL_GAP and n != m for p, m in placed):
+            placed.append((pos, n))
+    return sorted(placed)
 
 
 def _span(a: int, b: int) -> str:

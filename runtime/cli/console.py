@@ -17,8 +17,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from runtime import mismatch_map, numbers, verdicts, vocabulary
-from runtime.evidence import calculator_limits, graph_verify
+from runtime import numbers, verdicts, vocabulary
+from runtime.evidence import calculator_limits, graph_verify, mismatch_map
 from runtime.judge import simgap
 from runtime.report import CaseResult, Diagnosis, Report
 
@@ -245,7 +245,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
 
 
 def _print_mismatches(report: Report, console: Console) -> None:
-    """Where each failed compare's mismatches are and its first ones, as indices of the output (runtime.mismatch_map)."""
+    """Where each failed compare's mismatches are and its first ones, as indices of the output (runtime.evidence.mismatch_map)."""
     found = [(case, maps) for case in report.cases
              if (maps := mismatch_map.deciding(dataclasses.asdict(case), report.mode))]
     if found:

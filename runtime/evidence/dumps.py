@@ -228,7 +228,7 @@ def recheck(files: JobFiles, tolerance: tuple[float, float], graph_active: bool,
     metrics compares what the kernel left (the bytes before the launch when graph verify wrote the
     outputs, as the job does) and graph_metrics the outputs as returned. `golden_sha256` are the
     hashes the job sent right after its golden stage; the dumped goldens must still match them.
-    The outputs as returned get a mismatch map (runtime.mismatch_map) when the graph wrote them or when
+    The outputs as returned get a mismatch map (runtime.evidence.mismatch_map) when the graph wrote them or when
     `map_output` (an NPU's result); SIM's own leftover bytes never do: they are no evidence.
     Raises DumpError.
     """
@@ -292,8 +292,7 @@ def _one_pass(files: JobFiles, gold: dict[str, Any], out: dict[str, Any], before
     `mapped`: out's mismatch map too.
 
     Each chunk serves every check that needs it; a pair whose shapes differ is compared by compare_files."""
-    from runtime import mismatch_map
-    from runtime.evidence import metrics, verify_recheck
+    from runtime.evidence import metrics, mismatch_map, verify_recheck
 
     digests = {m["file"]: hashlib.sha256() for m in hashed}
     reading = {m["file"]: m for m in (gold, out, *([before] if before else []), *others, *hashed)}

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from runtime import mismatch_map
+from runtime.evidence import mismatch_map
 
 # Relative diff denominators below this count as zero (avoids inf for exact zeros in the golden).
 REL_FLOOR = 1e-12
@@ -67,7 +67,7 @@ def compare(output: Any, golden: Any, rtol: float, atol: float,
             where: mismatch_map.Accumulator | None = None) -> dict[str, Any]:
     """Metrics of one output against its golden (allclose semantics: |o-g| <= atol + rtol*|g|).
 
-    `where`: fed the mismatch mask, for the mismatch map (runtime.mismatch_map); nothing when the shapes differ.
+    `where`: fed the mismatch mask, for the mismatch map (runtime.evidence.mismatch_map); nothing when the shapes differ.
 
     Differences are taken in float64. The numbers equal those of the plain float64 formulation
     (tests/runtime/test_metrics_identity.py holds them to it, bit for bit); it only skips work:

@@ -1,4 +1,4 @@
-"""The mismatch map (runtime.mismatch_map): where a failed compare's mismatches are, stored bounded with its metrics,
+"""The mismatch map (runtime.evidence.mismatch_map): where a failed compare's mismatches are, stored bounded with its metrics,
 read back by the CLI and the job page (docs/dashboard.md §2)."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import torch
 from rich.console import Console
 
-from runtime import mismatch_map
+from runtime.evidence import mismatch_map
 from runtime.cli import console
 from runtime.evidence import metrics
 from runtime.report import from_dict

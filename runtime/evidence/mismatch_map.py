@@ -6,8 +6,8 @@ keeps one digit, the share of its elements outside tolerance in ninths, rounded 
 one, 9: all), so a map is at most about 4 KB whatever the output's size. The first FIRST_INDICES
 mismatching flat indices are kept beside it.
 
-`Accumulator` builds it from the flat chunks a compare walks in order (runtime.evidence.dumps); it takes
-torch tensors but imports nothing, so the CLI and the dashboard read maps without loading torch.
+`Accumulator` builds it from the flat chunks a compare walks in order (runtime.evidence.dumps); it imports
+torch only when fed, so the CLI and the dashboard read maps without loading torch.
 """
 from __future__ import annotations
 
@@ -45,17 +45,58 @@ class Accumulator:
         self.offset = 0
 
     def add(self, mismatched: Any) -> None:
-        """A chunk's mismatch mask (a flat bool tensor, or True when every element of `mismatched.numel()`
-        mismatches)."""
-        n = int(mismatched.numel())
-        if n and bool(mismatched.any()):
-            at = mismatched.reshape(-1).nonzero().reshape(-1) + self.offset
-            self.first += [int(i) for i in at[: FIRST_INDICES - len(self.first)]]
-            cell = (at // self.cols) * self.cell_rows // self.rows * self.cell_cols \
-                + (at % self.cols) * self.cell_cols // self.cols
-            for i, count in enumerate(cell.bincount(minlength=len(self.counts)).tolist()):
-                self.counts[i] += count
+        """A chunk's mismatch mask (a bool tensor, read flat). Dense passes over the chunk, a few per element:
+        the map's cost does not grow with the number of mismatches (docs/harness-cost.md)."""
+        import torch
+
+        flat = mismatched.reshape(-1)
+        n = int(flat.numel())
+        if n and bool(flat.any()):
+            self._first(flat)
+            ones = flat.to(torch.int32)
+            grid = self._whole_rows(ones) if self.cols <= n else self._within_rows(ones)
+            self.counts = [a + b for a, b in zip(self.counts, grid.reshape(-1).tolist())]
         self.offset += n
+
+    def _first(self, flat: Any) -> None:
+        """The first mismatching flat indices, looked for in growing windows (no index list of the whole chunk)."""
+        at, size = 0, 4096
+        while len(self.first) < FIRST_INDICES and at < flat.numel():
+            found = flat[at:at + size].nonzero().reshape(-1)[: FIRST_INDICES - len(self.first)]
+            self.first += [self.offset + at + int(i) for i in found]
+            at, size = at + size, size * 8
+
+    def _whole_rows(self, ones: Any) -> Any:
+        """Counts per cell of a chunk at least a row long: padded to whole rows, summed per column cell, then per row cell."""
+        import torch
+
+        first_row, lead = divmod(self.offset, self.cols)
+        end_row = -(-(self.offset + ones.numel()) // self.cols)
+        tail = end_row * self.cols - self.offset - ones.numel()
+        rows = torch.nn.functional.pad(ones, (lead, tail)).view(end_row - first_row, self.cols)
+        if self.cols % self.cell_cols == 0:
+            per_row = rows.view(rows.shape[0], self.cell_cols, -1).sum(-1, dtype=torch.int64)
+        else:
+            column_cell = torch.arange(self.cols) * self.cell_cols // self.cols
+            per_row = torch.zeros(rows.shape[0], self.cell_cols, dtype=torch.int64).index_add_(1, column_cell,
+                                                                                               rows.to(torch.int64))
+        row_cell = torch.arange(first_row, end_row) * self.cell_rows // self.rows
+        return torch.zeros(self.cell_rows, self.cell_cols, dtype=torch.int64).index_add_(0, row_cell, per_row)
+
+    def _within_rows(self, ones: Any) -> Any:
+        """Counts per cell of a chunk shorter than a row (a 1-D output, very wide rows): each row's piece binned."""
+        import torch
+
+        grid = torch.zeros(self.cell_rows, self.cell_cols, dtype=torch.int64)
+        at, end = self.offset, self.offset + ones.numel()
+        while at < end:
+            row, col = divmod(at, self.cols)
+            piece = min(end, (row + 1) * self.cols) - at
+            column_cell = torch.arange(col, col + piece) * self.cell_cols // self.cols
+            grid[row * self.cell_rows // self.rows].index_add_(0, column_cell,
+                                                              ones[at - self.offset:at - self.offset + piece].to(torch.int64))
+            at += piece
+        return grid
 
     def skip(self, n: int) -> None:
         """A chunk with no mismatch."""

@@ -40,7 +40,8 @@ class Accumulator:
         self.shape = [int(d) for d in shape]
         self.rows, self.cols = grid_of(self.shape)
         self.cell_rows, self.cell_cols = min(self.rows, MAX_CELLS), min(self.cols, MAX_CELLS)
-        self.counts: list[int] = [0] * (self.cell_rows * self.cell_cols)
+        self.counts: list[int] = [0] * (self.cell_rows * self.cell_cols)  # per cell, row by row
+        self.grid: Any = None  # the counts as fed, a tensor (torch is imported only when fed)
         self.first: list[int] = []
         self.offset = 0
 
@@ -55,7 +56,7 @@ class Accumulator:
             self._first(flat)
             ones = flat.to(torch.int32)
             grid = self._whole_rows(ones) if self.cols <= n else self._within_rows(ones)
-            self.counts = [a + b for a, b in zip(self.counts, grid.reshape(-1).tolist())]
+            self.grid = grid if self.grid is None else self.grid.add_(grid)
         self.offset += n
 
     def _first(self, flat: Any) -> None:
@@ -104,6 +105,8 @@ class Accumulator:
 
     def summary(self) -> dict[str, Any] | None:
         """The stored map, or None when nothing mismatched."""
+        if self.grid is not None:
+            self.counts, self.grid = [a + b for a, b in zip(self.counts, self.grid.reshape(-1).tolist())], None
         if not any(self.counts):
             return None
         lines = []

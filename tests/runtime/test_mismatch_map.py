@@ -96,3 +96,26 @@ def test_the_cli_prints_where_and_the_first_indices_and_names_keep() -> None:
     text = " ".join(out.getvalue().split())  # wrapped at 80 columns
     assert "tiling_bug_m40 (graph verify): rows 32–39 of 40 × all 64 columns; first at (32, 0), (32, 1)," in text
     assert "verify_result_brief.csv: in each case's job dir" in text and "crosscheck run --keep" in text
+
+
+def _by_definition(mask: torch.Tensor, shape: list[int]) -> dict | None:
+    """The map from every mismatching index's own cell: element i of row r, column c is in cell
+    (r * cell_rows // rows, c * cell_cols // cols)."""
+    where = mismatch_map.Accumulator(shape)
+    at = mask.nonzero().reshape(-1)
+    cell = (at // where.cols) * where.cell_rows // where.rows * where.cell_cols + (at % where.cols) * where.cell_cols // where.cols
+    where.counts, where.first = cell.bincount(minlength=len(where.counts)).tolist(), at[:16].tolist()
+    return where.summary()
+
+
+@pytest.mark.parametrize("shape", [[40, 64], [300, 130], [1000], [7, 5000], [3, 4, 17], [129, 65], [5, 1], [100_000]])
+def test_the_dense_count_is_the_maps_definition_for_any_chunking(shape: list[int]) -> None:
+    numel = int(torch.tensor(shape).prod())
+    generator = torch.Generator().manual_seed(numel)
+    for share in (0.001, 0.3, 1.0):
+        mask = torch.rand(numel, generator=generator) < share
+        for chunk in (numel, 997, 331):  # 331: shorter than a row of [7, 5000], [1000], [100_000]
+            where = mismatch_map.Accumulator(shape)
+            for i in range(0, numel, chunk):
+                where.add(mask[i:i + chunk])
+            assert where.summary() == _by_definition(mask, shape), (share, chunk)

@@ -215,16 +215,51 @@ def impossible_metrics(m: dict[str, Any] | None) -> str | None:
     return None
 
 
-def _map_problem(m: dict[str, Any]) -> str | None:
-    """A mismatch map that is malformed, unbounded or drawn for a compare without mismatches (runtime.evidence.mismatch_map)."""
-    from runtime.evidence import mismatch_map
+# The mismatch map's stored form: part of the contract, so that its bounds hold on every report the server
+# accepts; runtime.evidence.mismatch_map builds and reads it (docs/dashboard.md §2).
+MISMATCH_MAP = "mismatch_map"  # the metrics key holding it
+MAP_MAX_CELLS = 64  # cells per side
+MAP_FIRST_INDICES = 16
 
-    if mismatch_map.KEY not in m:
+
+def map_grid(shape: list[int]) -> tuple[int, int]:
+    """The 2-D reading of an output's shape: (rows, columns); a 1-D output is one row."""
+    numel = math.prod(shape)
+    if len(shape) < 2:
+        return 1, numel
+    return math.prod(shape[:-1]), shape[-1]
+
+
+def map_problem(summary: Any, numel: Any) -> str | None:
+    """What makes a stored mismatch map malformed or unbounded, or None."""
+    if not isinstance(summary, dict):
+        return "must be an object"
+    shape, cells, first = summary.get("shape"), summary.get("cells"), summary.get("first")
+    if not isinstance(shape, list) or len(shape) > 64 or not all(type(d) is int and d >= 0 for d in shape):
+        return "shape must be a list of at most 64 sizes"
+    if isinstance(numel, int) and math.prod(shape) != numel:
+        return f"shape {shape} does not hold numel {numel} elements"
+    rows, cols = map_grid(shape)
+    if (summary.get("rows"), summary.get("cols")) != (rows, cols):
+        return f"rows × cols must be {rows} × {cols} for shape {shape}"
+    height, width = min(rows, MAP_MAX_CELLS), min(cols, MAP_MAX_CELLS)
+    if not isinstance(cells, list) or len(cells) != height or not all(
+            isinstance(line, str) and len(line) == width and line.isascii() and line.isdigit() for line in cells):
+        return f"cells must be {height} strings of {width} digits"
+    if not isinstance(first, list) or len(first) > MAP_FIRST_INDICES or not all(
+            type(i) is int and 0 <= i < rows * cols for i in first):
+        return f"first must hold at most {MAP_FIRST_INDICES} flat indices of the output"
+    return None
+
+
+def _map_problem(m: dict[str, Any]) -> str | None:
+    """A mismatch map that is malformed, unbounded or drawn for a compare without mismatches."""
+    if MISMATCH_MAP not in m:
         return None
     if not m.get("mismatch_count"):
-        return f"{mismatch_map.KEY} given for a compare without mismatches"
-    problem = mismatch_map.problem(m[mismatch_map.KEY], m.get("numel"))
-    return f"{mismatch_map.KEY}: {problem}" if problem else None
+        return f"{MISMATCH_MAP} given for a compare without mismatches"
+    problem = map_problem(m[MISMATCH_MAP], m.get("numel"))
+    return f"{MISMATCH_MAP}: {problem}" if problem else None
 
 
 @dataclass

@@ -11,21 +11,15 @@ torch only when fed, so the CLI and the dashboard read maps without loading torc
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
-MAX_CELLS = 64  # cells per side
-FIRST_INDICES = 16
+from runtime.report import MAP_FIRST_INDICES as FIRST_INDICES
+from runtime.report import MAP_MAX_CELLS as MAX_CELLS
+from runtime.report import MISMATCH_MAP as KEY
+from runtime.report import map_grid as grid_of
+from runtime.report import map_problem as problem
+
 LEVELS = 9
-KEY = "mismatch_map"  # the metrics key holding it
-
-
-def grid_of(shape: list[int]) -> tuple[int, int]:
-    """The 2-D reading of a shape: (rows, columns)."""
-    numel = math.prod(shape)
-    if len(shape) < 2:
-        return 1, numel
-    return math.prod(shape[:-1]), shape[-1]
 
 
 def start_of(cell: int, cells: int, size: int) -> int:
@@ -119,28 +113,6 @@ class Accumulator:
                 line += str(-(-count * LEVELS // (height * width)))
             lines.append(line)
         return {"shape": self.shape, "rows": self.rows, "cols": self.cols, "cells": lines, "first": self.first}
-
-
-def problem(summary: Any, numel: Any) -> str | None:
-    """What makes a stored map malformed or unbounded, or None (runtime.report checks every one)."""
-    if not isinstance(summary, dict):
-        return "must be an object"
-    shape, cells, first = summary.get("shape"), summary.get("cells"), summary.get("first")
-    if not isinstance(shape, list) or len(shape) > 64 or not all(type(d) is int and d >= 0 for d in shape):
-        return "shape must be a list of at most 64 sizes"
-    if isinstance(numel, int) and math.prod(shape) != numel:
-        return f"shape {shape} does not hold numel {numel} elements"
-    rows, cols = grid_of(shape)
-    if (summary.get("rows"), summary.get("cols")) != (rows, cols):
-        return f"rows × cols must be {rows} × {cols} for shape {shape}"
-    if not isinstance(cells, list) or len(cells) != min(rows, MAX_CELLS) or not all(
-            isinstance(line, str) and len(line) == min(cols, MAX_CELLS) and line.isdigit() and line.isascii()
-            for line in cells):
-        return f"cells must be {min(rows, MAX_CELLS)} strings of {min(cols, MAX_CELLS)} digits"
-    if not isinstance(first, list) or len(first) > FIRST_INDICES or not all(
-            type(i) is int and 0 <= i < rows * cols for i in first):
-        return f"first must hold at most {FIRST_INDICES} flat indices of the output"
-    return None
 
 
 def index(flat: int, shape: list[int]) -> tuple[int, ...]:

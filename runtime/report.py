@@ -152,6 +152,15 @@ class CaseResult:
         return value
 
 
+    @field_validator("graph_verify")
+    @classmethod
+    def _bounded_graph_map(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        m = (value or {}).get("metrics")
+        problem = _map_problem(m) if isinstance(m, dict) else None
+        if problem:
+            raise ValueError(f"graph_verify.metrics: {problem}")
+        return value
+
     @model_validator(mode="after")
     def _pass_agrees_with_its_metrics(self) -> "CaseResult":
         problem = impossible_pass(self.metrics) if self.verdict == "pass" else None
@@ -193,6 +202,9 @@ def impossible_metrics(m: dict[str, Any] | None) -> str | None:
         for key, count in counts.items():
             if isinstance(count, int) and count > numel:
                 return f"{key} {count} is larger than numel {numel}"
+    problem = _map_problem(m)
+    if problem:
+        return problem
     ratio, mismatches = m.get("mismatch_ratio"), counts["mismatch_count"]
     if ratio is not None:
         if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not 0.0 <= ratio <= 1.0:
@@ -201,6 +213,53 @@ def impossible_metrics(m: dict[str, Any] | None) -> str | None:
                 not math.isclose(ratio, mismatches / numel, rel_tol=RATIO_TOLERANCE, abs_tol=RATIO_TOLERANCE):
             return f"mismatch_ratio {ratio} disagrees with mismatch_count/numel = {mismatches}/{numel}"
     return None
+
+
+# The mismatch map's stored form: part of the contract, so that its bounds hold on every report the server
+# accepts; runtime.evidence.mismatch_map builds and reads it (docs/dashboard.md §2).
+MISMATCH_MAP = "mismatch_map"  # the metrics key holding it
+MAP_MAX_CELLS = 64  # cells per side
+MAP_FIRST_INDICES = 16
+
+
+def map_grid(shape: list[int]) -> tuple[int, int]:
+    """The 2-D reading of an output's shape: (rows, columns); a 1-D output is one row."""
+    numel = math.prod(shape)
+    if len(shape) < 2:
+        return 1, numel
+    return math.prod(shape[:-1]), shape[-1]
+
+
+def map_problem(summary: Any, numel: Any) -> str | None:
+    """What makes a stored mismatch map malformed or unbounded, or None."""
+    if not isinstance(summary, dict):
+        return "must be an object"
+    shape, cells, first = summary.get("shape"), summary.get("cells"), summary.get("first")
+    if not isinstance(shape, list) or len(shape) > 64 or not all(type(d) is int and d >= 0 for d in shape):
+        return "shape must be a list of at most 64 sizes"
+    if isinstance(numel, int) and math.prod(shape) != numel:
+        return f"shape {shape} does not hold numel {numel} elements"
+    rows, cols = map_grid(shape)
+    if (summary.get("rows"), summary.get("cols")) != (rows, cols):
+        return f"rows × cols must be {rows} × {cols} for shape {shape}"
+    height, width = min(rows, MAP_MAX_CELLS), min(cols, MAP_MAX_CELLS)
+    if not isinstance(cells, list) or len(cells) != height or not all(
+            isinstance(line, str) and len(line) == width and line.isascii() and line.isdigit() for line in cells):
+        return f"cells must be {height} strings of {width} digits"
+    if not isinstance(first, list) or len(first) > MAP_FIRST_INDICES or not all(
+            type(i) is int and 0 <= i < rows * cols for i in first):
+        return f"first must hold at most {MAP_FIRST_INDICES} flat indices of the output"
+    return None
+
+
+def _map_problem(m: dict[str, Any]) -> str | None:
+    """A mismatch map that is malformed, unbounded or drawn for a compare without mismatches."""
+    if MISMATCH_MAP not in m:
+        return None
+    if not m.get("mismatch_count"):
+        return f"{MISMATCH_MAP} given for a compare without mismatches"
+    problem = map_problem(m[MISMATCH_MAP], m.get("numel"))
+    return f"{MISMATCH_MAP}: {problem}" if problem else None
 
 
 @dataclass

@@ -30,7 +30,7 @@ _.uploaded_cases  # operators column, in GET /operators/{name} (server/schemas/o
 _.readable, _.seekable, _.readinto
 
 # Read by Jinja templates (web/templates/).
-_.y_label, _.x_ticks, _.span_us, _.circles  # _charts.html
+_.y_label, _.x_ticks, _.span_us, _.circles, _.rects  # _charts.html
 _.reproduce  # job.html
 _.last_at  # _commit_history.html
 

@@ -24,7 +24,7 @@ from server.models.job import FINISHED
 from server.services import artifacts as artifact_service
 from server.services import jobs as job_service
 from server.services import queries
-from web import charts, evidence, source
+from web import charts, evidence, mismatch_chart, source
 
 log = logging.getLogger(__name__)
 CASE_DIR = re.compile(r"(?:^|/)(\d{3})-[^/]+/")
@@ -46,6 +46,7 @@ class CaseView:
     deciding: dict[str, Any] | None = None  # web.evidence.deciding
     cost_warning: str = ""
     lead: dict[str, Any] | None = None  # web.evidence.lead: the deciding evidence, shown first
+    maps: list[mismatch_chart.MismatchMap] = field(default_factory=list)  # where a failed compare's mismatches are
 
     @property
     def report(self) -> dict[str, Any]:
@@ -97,6 +98,7 @@ def _case(blobs: BlobStore, job: Job, sub: Submission | None, index: int, r: Cas
     view.noise = noise
     view.deciding = evidence.deciding(rep, job.mode)
     view.lead = evidence.lead(view.deciding, r.verdict, job.mode, rep.get("output_written"))
+    view.maps = mismatch_chart.build(rep, job.mode)
     view.cost_warning = evidence.cost_warning(rep.get("cost_model"))
     target = PurePosixPath(sub.filename).name if sub else r.operator
     view.reproduce = " ".join(["crosscheck", "run", shlex.quote(target), "--mode", job.mode, "--case",

@@ -5,8 +5,10 @@ of lines instead of a table row, so verdict names and numbers never break mid-wo
 """
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rich.cells import cell_len
@@ -16,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from runtime import numbers, verdicts, vocabulary
-from runtime.evidence import calculator_limits, graph_verify
+from runtime.evidence import calculator_limits, graph_verify, mismatch_map
 from runtime.judge import simgap
 from runtime.report import CaseResult, Diagnosis, Report
 
@@ -219,6 +221,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
             _print_indented(console, f"{case.case}: graph verify on row slices: {cut.get('kernel')} launched "
                                      f"{cut.get('slices')} times on {cut.get('rows')} rows of dim {cut.get('dim')}, "
                                      "which its loop makes independent", 0)
+    _print_mismatches(report, console)
     grouped, noise = _group_diagnoses(report)
     if grouped:
         console.print("[bold]diagnosis[/]")
@@ -231,11 +234,49 @@ def print_report(report: Report, console: Console | None = None) -> None:
             _print_indented(console, f"note: {d.pypto_note}", 4)
     if noise:
         console.print(f"[dim]{noise} benign pypto log line(s) hidden[/]")
+    named = [f for f in KEPT_FILES if any(f in e.diagnosis.fix for e in grouped)]
+    if named:
+        _print_kept(report, named, console)
     if report.lint:
         console.print("[bold]lint[/]")
         for f in report.lint:
             _print_indented(console, f"{f.severity:7} {f.file}:{f.line} [{f.rule}] {f.message}", 2)
     _print_indented(console, summary_line(report), 0)
+
+
+def _print_mismatches(report: Report, console: Console) -> None:
+    """Where each failed compare's mismatches are and its first ones, as indices of the output (runtime.evidence.mismatch_map)."""
+    found = [(case, maps) for case in report.cases
+             if (maps := mismatch_map.deciding(dataclasses.asdict(case), report.mode))]
+    if found:
+        console.print("[bold]mismatches[/]")
+    for case, (source, maps) in found:
+        for name, summary in maps:
+            output = f" output {name}" if name else ""
+            _print_indented(console, f"{case.case}{output} ({source}): {mismatch_map.where_text(summary)}; "
+                                     f"first at {mismatch_map.first_text(summary)}", 2)
+
+
+# Files a diagnosis's Fix names that the report does not print; they stay in each case's dirs when kept.
+KEPT_FILES = ("verify_result_brief.csv",)
+KEPT_GLOBS = {"verify_result_brief.csv": ("launch*/verify/verify_result_brief.csv",)}
+MAX_KEPT_SHOWN = 4
+
+
+def _print_kept(report: Report, names: list[str], console: Console) -> None:
+    """Where the files a Fix names are: their paths when the run kept its dirs, else how to keep them."""
+    paths: list[str] = []
+    for case in report.cases:
+        folder = Path(case.evidence_dir) if case.evidence_dir else None
+        for name in names:
+            for pattern in KEPT_GLOBS[name] if folder is not None and folder.is_dir() else ():
+                paths += sorted(str(p) for p in folder.glob(pattern))
+    if paths:
+        more = f" (and {len(paths) - MAX_KEPT_SHOWN} more)" if len(paths) > MAX_KEPT_SHOWN else ""
+        _print_indented(console, "kept: " + ", ".join(paths[:MAX_KEPT_SHOWN]) + more, 0)
+    else:
+        _print_indented(console, f"{', '.join(names)}: in each case's job dir, removed when the run ends; "
+                                 "keep it with `crosscheck run --keep` (or `--work-dir DIR`)", 0)
 
 
 def _print_indented(console: Console, text: str, indent: int) -> None:

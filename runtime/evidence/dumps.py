@@ -221,13 +221,15 @@ def _unmatched(files: JobFiles, out: dict[str, Any], gold: dict[str, Any], diges
 
 
 def recheck(files: JobFiles, tolerance: tuple[float, float], graph_active: bool,
-            golden_sha256: list[str] | None) -> dict[str, Any]:
+            golden_sha256: list[str] | None, map_output: bool = False) -> dict[str, Any]:
     """The harness's own compare of the dumped bytes.
 
     Returns {"metrics", "graph_metrics", "outputs": [{"launch_wrote", "changed_after_launch"}]}, where
     metrics compares what the kernel left (the bytes before the launch when graph verify wrote the
     outputs, as the job does) and graph_metrics the outputs as returned. `golden_sha256` are the
     hashes the job sent right after its golden stage; the dumped goldens must still match them.
+    The outputs as returned get a mismatch map (runtime.evidence.mismatch_map) when the graph wrote them or when
+    `map_output` (an NPU's result); SIM's own leftover bytes never do: they are no evidence.
     Raises DumpError.
     """
     from runtime.evidence import metrics
@@ -259,7 +261,8 @@ def recheck(files: JobFiles, tolerance: tuple[float, float], graph_active: bool,
                   if graph_wrote and isinstance(other, dict) and isinstance(other.get("golden"), dict)
                   and other["golden"].get("shape") == out["shape"]][:MAX_OUTPUTS]
         checked = _one_pass(files, gold, out, before if graph_wrote else None, others, rtol, atol,
-                            hashed=[m for m in (gold, arg_now or out, before) if m is not None])
+                            hashed=[m for m in (gold, arg_now or out, before) if m is not None],
+                            mapped=graph_wrote or map_output)
         if checked["sha256"][gold["file"]] != golden_sha256[index]:
             raise DumpError(f"golden {index} changed after the golden stage")
         now_sha = checked["sha256"][(arg_now or out)["file"]]
@@ -282,22 +285,26 @@ def recheck(files: JobFiles, tolerance: tuple[float, float], graph_active: bool,
 
 
 def _one_pass(files: JobFiles, gold: dict[str, Any], out: dict[str, Any], before: dict[str, Any] | None,
-              others: list[dict[str, Any]], rtol: float, atol: float, hashed: list[dict[str, Any]]) -> dict[str, Any]:
+              others: list[dict[str, Any]], rtol: float, atol: float, hashed: list[dict[str, Any]],
+              mapped: bool = False) -> dict[str, Any]:
     """One output's checks with each dump read once: the hashes of `hashed`, out and (when given) before
-    against the golden, and pypto's verify numbers for out against each of `others` (same shape as out).
+    against the golden, and pypto's verify numbers for out against each of `others` (same shape as out);
+    `mapped`: out's mismatch map too.
 
     Each chunk serves every check that needs it; a pair whose shapes differ is compared by compare_files."""
-    from runtime.evidence import metrics, verify_recheck
+    from runtime.evidence import metrics, mismatch_map, verify_recheck
 
     digests = {m["file"]: hashlib.sha256() for m in hashed}
     reading = {m["file"]: m for m in (gold, out, *([before] if before else []), *others, *hashed)}
     pairs = {"returned": out, "before": before} if before else {"returned": out}
     parts: dict[str, list[dict[str, Any]]] = {k: [] for k, m in pairs.items() if m["shape"] == gold["shape"]}
     recomputes = [verify_recheck.Recompute(out["shape"]) for _ in others]
+    where = mismatch_map.Accumulator(out["shape"]) if mapped and "returned" in parts else None
     for step in in_step(files, list(reading.values()), digests):
         g, o = step.get(gold["file"]), step.get(out["file"])  # None past their end (a longer arg_now goes on)
         for key in parts if g is not None else ():
-            parts[key].append(metrics.compare(step[pairs[key]["file"]], g, rtol, atol))
+            parts[key].append(metrics.compare(step[pairs[key]["file"]], g, rtol, atol,
+                                              where if key == "returned" else None))
         for rec, other in zip(recomputes, others) if o is not None else ():
             # The output bit-identical to this very golden: every finite diff is 0 and only infinities count.
             same = other["file"] == gold["file"] and "returned" in parts and parts["returned"][-1]["bit_identical"]
@@ -307,6 +314,9 @@ def _one_pass(files: JobFiles, gold: dict[str, Any], out: dict[str, Any], before
     for key, meta in pairs.items():
         found[key] = (merged(_base(meta, gold, rtol, atol), parts[key]) if key in parts
                       else compare_files(files, meta, gold, rtol, atol))
+    summary = where.summary() if where is not None else None
+    if summary is not None:
+        found["returned"][mismatch_map.KEY] = summary
     return found
 
 

@@ -265,7 +265,8 @@ def _recheck(request: dict[str, Any], events: list[dict[str, Any]], results: Job
     try:
         if len(goldens) != 1:
             raise dumps.DumpError(f"the job reported its goldens {len(goldens)} times, not once")
-        checked = dumps.recheck(results, tolerance, graph_active, goldens[0].get("sha256"))
+        checked = dumps.recheck(results, tolerance, graph_active, goldens[0].get("sha256"),
+                                map_output=request.get("mode") == "npu")
     except (dumps.DumpError, OSError) as exc:
         checked = {"error": str(exc)[:500]}
     results_refused = results.refused

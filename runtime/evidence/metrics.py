@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from runtime.evidence import mismatch_map
+
 # Relative diff denominators below this count as zero (avoids inf for exact zeros in the golden).
 REL_FLOOR = 1e-12
 
@@ -61,8 +63,11 @@ def _range(t: torch.Tensor) -> tuple[float | None, float | None]:
     return float(low), float(high)
 
 
-def compare(output: Any, golden: Any, rtol: float, atol: float) -> dict[str, Any]:
+def compare(output: Any, golden: Any, rtol: float, atol: float,
+            where: mismatch_map.Accumulator | None = None) -> dict[str, Any]:
     """Metrics of one output against its golden (allclose semantics: |o-g| <= atol + rtol*|g|).
+
+    `where`: fed the mismatch mask, for the mismatch map (runtime.evidence.mismatch_map); nothing when the shapes differ.
 
     Differences are taken in float64. The numbers equal those of the plain float64 formulation
     (tests/runtime/test_metrics_identity.py holds them to it, bit for bit); it only skips work:
@@ -94,11 +99,15 @@ def compare(output: Any, golden: Any, rtol: float, atol: float) -> dict[str, Any
         zero = 0.0 if pairs else None
         m.update(finite_pairs=pairs, max_abs_diff=zero, mean_abs_diff=zero, max_rel_diff=zero,
                  mismatch_count=0, mismatch_ratio=0.0)
+        if where is not None:
+            where.skip(m["numel"])
         return m
     if m["nan_count"] == m["numel"]:
         # All NaN (scrubbed memory the kernel never wrote): no finite pair, and NaN is never close.
         m.update(finite_pairs=0, max_abs_diff=None, mean_abs_diff=None, max_rel_diff=None,
                  mismatch_count=m["numel"], mismatch_ratio=1.0 if m["numel"] else 0.0)
+        if where is not None:
+            where.add(torch.ones(m["numel"], dtype=torch.bool))
         return m
     o64, g64 = o.to(torch.float64), g.to(torch.float64)
     diff = (o64 - g64).abs_()
@@ -118,6 +127,10 @@ def compare(output: Any, golden: Any, rtol: float, atol: float) -> dict[str, Any
     if not (o_finite is None and g_finite is None and rtol >= 0 and atol >= 0):
         close |= (o64 == g64)  # equal infinities are close, as in allclose (and equal values under a bound < 0)
     mismatches = m["numel"] - int(close.sum())
+    if where is not None and mismatches:
+        where.add(close.logical_not_())
+    elif where is not None:
+        where.skip(m["numel"])
     m["mismatch_count"] = mismatches
     m["mismatch_ratio"] = mismatches / m["numel"] if m["numel"] else 0.0
     for key in ("max_abs_diff", "max_rel_diff", "mean_abs_diff"):

@@ -6,6 +6,7 @@ import json
 import pytest
 import torch
 
+from runtime.evidence import mismatch_map
 from runtime.runner import RunOptions, run_submission
 from tests.conftest import EXAMPLES
 
@@ -73,6 +74,8 @@ def test_unwritten_output_is_caught(graph_reports):
 def test_tiling_bug_tail_rows(graph_reports):
     case = graph_reports["tiling_bug"].cases[0]
     assert case.graph_verify["metrics"]["mismatch_ratio"] == pytest.approx(8 / 40)
+    where = case.graph_verify["metrics"][mismatch_map.KEY]  # the harness's map: exactly the last 8 rows lit
+    assert mismatch_map.lit(where) == ([(32, 39)], [(0, 63)]) and where["first"][0] == 32 * 64
 
 
 @pytest.mark.parametrize("name", ["scale_add", "softmax", "wrong_maths", "golden_fallback", "missing_cube_tiles"])

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import torch
 
-from runtime.evidence import dumps, metrics, verify_recheck
+from runtime.evidence import dumps, metrics, mismatch_map, verify_recheck
 from runtime.fence.jobfiles import JobFiles
 
 TOL = (1e-3, 1e-5)
@@ -202,8 +202,13 @@ def test_the_leaders_one_pass_matches_the_reference(tmp_path: Path, monkeypatch:
     gold_sha = dumps.sha256(golden)
     got = dumps.recheck(files, TOL, True, [gold_sha])
     ours = got["outputs"][0]
+    where = ours["graph_metrics"].pop(mismatch_map.KEY, None)  # the graph's result is mapped; SIM's own bytes never
     assert text(ours["graph_metrics"]) == text(chunked_reference(out, golden, *TOL))
     assert text(ours["metrics"]) == text(chunked_reference(before, golden, *TOL))
+    o, g = out.to(torch.float64), golden.to(torch.float64)
+    mismatched = (~(((o - g).abs() <= TOL[1] + TOL[0] * g.abs()) | (o == g))).nonzero().reshape(-1).tolist()
+    assert (where or {}).get("first", []) == mismatched[:mismatch_map.FIRST_INDICES]
+    assert (where is None) == (not mismatched)
     chunk_refs = [reference_recompute(out[i:i + 1000], golden[i:i + 1000], *TOL) for i in range(0, 3333, 1000)]
     assert ours["pypto_recompute"] == [{"max_abs_diff": max(r["max_abs_diff"] for r in chunk_refs),
                                         "error_count": sum(r["error_count"] for r in chunk_refs),

@@ -14,7 +14,7 @@ from typing import Any
 from runtime.intake import submission as submission_mod
 from runtime.evidence import emulated
 from runtime.intake import listing
-from runtime.evidence import graph_verify
+from runtime.evidence import graph_verify, row_slices
 from runtime.intake import testmodule
 from runtime.intake.testmodule import SkippedFunction, TestFunction
 from runtime import verdicts
@@ -60,6 +60,8 @@ class RunOptions:
     graph_verify: bool = True
     verify_passes: bool = False
     graph_slice_bytes: int | None = None  # graph bytes above which a launch runs on row slices; None: memory / 4
+    # ... of which this many are launched (the first, the last, others by the case's seed); None: all of them
+    graph_slice_count: int | None = row_slices.SAMPLED_SLICES
     isolate_network: bool = True
     drop_privileges: bool = True
     cache_dir: Path | None = None  # where the graph-verify calculator is cached
@@ -216,7 +218,8 @@ class CaseRunner:
         cut = self.options.graph_slice_bytes  # docs/pypto.md §10
         return {"enabled": enabled, "verify_passes": self.options.verify_passes,
                 "cache_dir": str(self.options.cache_dir) if self.options.cache_dir else None,
-                "slice_budget_bytes": self.options.memory_bytes // 4 if cut is None else cut}
+                "slice_budget_bytes": self.options.memory_bytes // 4 if cut is None else cut,
+                "slice_count": self.options.graph_slice_count}
 
     def _jobs(self, specs: list[Any], requests: list[dict[str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
         """The cases up to options.parallel at once, then those too large to share the host one at a time

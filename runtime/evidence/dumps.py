@@ -42,6 +42,7 @@ class OutputDump:
     last_post_sha256: str | None = None  # ... and after its last launch
     last_launch: int | None = None  # the index of that last launch (whose verify CSV is recomputed)
     last_arg: int | None = None  # ... and the output's argument in it (pypto's `output<arg>` row)
+    rows: dict[str, Any] | None = None  # graph verify launched some row slices only: compared on these rows
 
 
 def tensor_bytes(t: Any) -> memoryview | bytes:
@@ -75,7 +76,7 @@ def write(folder: Path, outputs: list[OutputDump]) -> None:
     for i, dump in enumerate(outputs[:MAX_OUTPUTS]):
         entry: dict[str, Any] = {"first_post_sha256": dump.first_post_sha256,
                                  "last_post_sha256": dump.last_post_sha256, "last_launch": dump.last_launch,
-                                 "last_arg": dump.last_arg}
+                                 "last_arg": dump.last_arg, "rows": dump.rows}
         for key in ("golden", "output", "before", "arg_now"):
             t = getattr(dump, key)
             if t is None:
@@ -258,8 +259,9 @@ def recheck(files: JobFiles, tolerance: tuple[float, float], graph_active: bool,
         others = [_check_meta(other.get("golden"), files) for other in entries
                   if graph_wrote and isinstance(other, dict) and isinstance(other.get("golden"), dict)
                   and other["golden"].get("shape") == out["shape"]][:MAX_OUTPUTS]
+        rows = _rows(entry.get("rows"), gold, out)
         checked = _one_pass(files, gold, out, before if graph_wrote else None, others, rtol, atol,
-                            hashed=[m for m in (gold, arg_now or out, before) if m is not None])
+                            hashed=[m for m in (gold, arg_now or out, before) if m is not None], rows=rows)
         if checked["sha256"][gold["file"]] != golden_sha256[index]:
             raise DumpError(f"golden {index} changed after the golden stage")
         now_sha = checked["sha256"][(arg_now or out)["file"]]
@@ -282,9 +284,11 @@ def recheck(files: JobFiles, tolerance: tuple[float, float], graph_active: bool,
 
 
 def _one_pass(files: JobFiles, gold: dict[str, Any], out: dict[str, Any], before: dict[str, Any] | None,
-              others: list[dict[str, Any]], rtol: float, atol: float, hashed: list[dict[str, Any]]) -> dict[str, Any]:
+              others: list[dict[str, Any]], rtol: float, atol: float, hashed: list[dict[str, Any]],
+              rows: dict[str, Any] | None = None) -> dict[str, Any]:
     """One output's checks with each dump read once: the hashes of `hashed`, out and (when given) before
     against the golden, and pypto's verify numbers for out against each of `others` (same shape as out).
+    With `rows` (see _rows), out and before are compared with the golden on those rows only.
 
     Each chunk serves every check that needs it; a pair whose shapes differ is compared by compare_files."""
     from runtime.evidence import metrics, verify_recheck
@@ -294,10 +298,13 @@ def _one_pass(files: JobFiles, gold: dict[str, Any], out: dict[str, Any], before
     pairs = {"returned": out, "before": before} if before else {"returned": out}
     parts: dict[str, list[dict[str, Any]]] = {k: [] for k, m in pairs.items() if m["shape"] == gold["shape"]}
     recomputes = [verify_recheck.Recompute(out["shape"]) for _ in others]
+    at = 0  # the element the chunks start at
     for step in in_step(files, list(reading.values()), digests):
         g, o = step.get(gold["file"]), step.get(out["file"])  # None past their end (a longer arg_now goes on)
         for key in parts if g is not None else ():
-            parts[key].append(metrics.compare(step[pairs[key]["file"]], g, rtol, atol))
+            for lo, hi in _within(rows, at, g.numel()):
+                parts[key].append(metrics.compare(step[pairs[key]["file"]][lo:hi], g[lo:hi], rtol, atol))
+        at += g.numel() if g is not None else 0
         for rec, other in zip(recomputes, others) if o is not None else ():
             # The output bit-identical to this very golden: every finite diff is 0 and only infinities count.
             same = other["file"] == gold["file"] and "returned" in parts and parts["returned"][-1]["bit_identical"]
@@ -307,7 +314,37 @@ def _one_pass(files: JobFiles, gold: dict[str, Any], out: dict[str, Any], before
     for key, meta in pairs.items():
         found[key] = (merged(_base(meta, gold, rtol, atol), parts[key]) if key in parts
                       else compare_files(files, meta, gold, rtol, atol))
+        if rows is not None and key in parts:
+            found[key]["rows"] = {k: rows[k] for k in ("dim", "verified", "of")}
     return found
+
+
+def _rows(claim: Any, gold: dict[str, Any], out: dict[str, Any]) -> dict[str, Any] | None:
+    """The job's claim that graph verify launched only these row slices of the output (runtime.evidence.row_slices),
+    checked, with the flat element ranges [start, stop) it means; None when there is no claim. Raises DumpError
+    for a claim that is not a set of whole rows including the first and the last (row_slices.sample always
+    launches those), so a forged claim cannot leave out the rows a kernel gets wrong at either end."""
+    if claim is None:
+        return None
+    shape = gold["shape"]
+    try:
+        dim, ranges, of = int(claim["dim"]), [[int(a), int(b)] for a, b in claim["verified"]], int(claim["of"])
+    except (TypeError, KeyError, ValueError):
+        raise DumpError("the output dump's rows are not valid") from None
+    flat = [a for r in ranges for a in r]
+    if (out["shape"] != shape or not 0 <= dim < len(shape) or shape[dim] != of or any(d != 1 for d in shape[:dim])
+            or not ranges or flat != sorted(flat) or flat[0] != 0 or flat[-1] != of
+            or any(a >= b for a, b in ranges)):
+        raise DumpError(f"the output dump's rows {str(claim)[:200]} are not slices of its shape {shape}")
+    inner = math.prod(shape[dim + 1:])
+    return {"dim": dim, "verified": ranges, "of": of, "elements": [(a * inner, b * inner) for a, b in ranges]}
+
+
+def _within(rows: dict[str, Any] | None, at: int, count: int) -> list[tuple[int, int]]:
+    """The parts [lo, hi) of a chunk of `count` elements starting at element `at` that lie in the rows."""
+    if rows is None:
+        return [(0, count)]
+    return [(max(a, at) - at, min(b, at + count) - at) for a, b in rows["elements"] if a < at + count and b > at]
 
 
 def disagreement(job: dict[str, Any] | None, harness: dict[str, Any] | None) -> str | None:

@@ -15,6 +15,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from runtime.evidence import row_slices
 from runtime.fence.jobfiles import JobFiles
 
 # The pyptos whose private staging method our CPU fix replaces (docs/versions.md §2); others run without it.
@@ -110,7 +111,8 @@ class GraphRun:
     """Per-job state: which arguments get goldens, and the goldens kept alive for pypto."""
 
     def __init__(self, rec: Any, output_args: list[int | str] | None, tolerance: tuple[float, float],
-                 verify_passes: bool, slice_budget: int | None = None):
+                 verify_passes: bool, slice_budget: int | None = None, slice_count: int | None = None,
+                 slice_seed: int = 0):
         self.rec = rec
         self.output_args = output_args
         self.tolerance = tolerance
@@ -120,6 +122,8 @@ class GraphRun:
         self.assigned: list[dict[str, Any]] = []
         self.slice_budget = int(slice_budget or 0)  # predicted graph bytes above which a launch is sliced
         self.chunk_goldens: list[Any] | None = None  # the goldens of the row slice being launched
+        self.slice_count = slice_count  # slices launched of a sliced launch (row_slices.sample); None: all
+        self.slice_seed = slice_seed  # the case's seed: which middle slices
 
     def before_launch(self, wrapper: Any, tensors: list[Any]) -> None:
         import pypto
@@ -162,16 +166,24 @@ class GraphRun:
     def slice_launch(self, wrapper: Any, args: tuple[Any, ...], kwargs: dict[str, Any], launch: Any) -> Any:
         """A launch whose tensor graph the calculator could not hold, run as launches on row slices the
         kernel's loop makes independent (runtime.evidence.row_slices); NOT_SLICED for any other."""
-        from runtime.evidence import instrument, row_slices
+        import torch
+
+        from runtime.evidence import instrument
 
         # Packages only: a script's asserts are matched to one launch's output by value (instrument._output_holding),
         # which a sliced output is not; a script's launch keeps the memory rule (docs/pypto.md §10).
         sliceable = self.chunk_goldens is None and not self.rec.graph_on
-        plan = row_slices.plan(wrapper, args, list(self.rec.goldens or []), self.slice_budget) if sliceable else None
+        plan = row_slices.plan(wrapper, args, list(self.rec.goldens or []), self.slice_budget, self.slice_count,
+                               self.slice_seed) if sliceable else None
         if plan is None:
             return instrument.NOT_SLICED
+        rows = {"dim": plan.dim, "verified": plan.verified(), "of": plan.total}
+        for arg in args:  # the whole tensors cut into slices: the outputs compared on the verified rows only
+            if isinstance(arg, torch.Tensor) and arg.dim() > plan.dim and arg.shape[plan.dim] == plan.total:
+                self.rec.row_coverage[instrument.storage_id(arg)] = rows
         self.rec.events.emit("graph_row_slices", kernel=getattr(wrapper, "__name__", "kernel"), dim=plan.dim,
-                             rows=plan.rows, slices=len(plan.chunks))
+                             rows=plan.rows, slices=plan.slices, launched=len(plan.chunks),
+                             verified=rows["verified"], of=plan.total)
         result = None
         for chunk_args, chunk_goldens in plan.chunks:
             self.chunk_goldens = chunk_goldens
@@ -204,7 +216,9 @@ def install(rec: Any, cfg: dict[str, Any], output_args: list[int | str] | None,
         JitCallableWrapper._setup_verify_data = staticmethod(_setup_verify_data_cpu)
     if rec.launch_seal is not None:
         rec.launch_seal.allow(JitCallableWrapper, "_setup_verify_data")
-    run = GraphRun(rec, output_args, tolerance, bool(cfg.get("verify_passes")), cfg.get("slice_budget_bytes"))
+    count = cfg.get("slice_count", row_slices.SAMPLED_SLICES)
+    run = GraphRun(rec, output_args, tolerance, bool(cfg.get("verify_passes")), cfg.get("slice_budget_bytes"),
+                   None if count is None else int(count), int(cfg.get("slice_seed") or 0))
     rec.before_launch.append(run.before_launch)
     rec.slice_launch = run.slice_launch
     return run, None

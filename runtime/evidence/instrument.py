@@ -52,6 +52,8 @@ class Recorder:
         self.graph_on = False  # scripts under graph verify: asserts judge the graph's result
         # under graph verify: launches the calculator could not hold, run on row slices (runtime.evidence.row_slices)
         self.slice_launch: Callable[..., Any] | None = None
+        # ... and the rows of each sliced tensor the slices launched covered, by storage: {"dim", "verified", "of"}
+        self.row_coverage: dict[int, dict[str, Any]] = {}
         self.watch_calculator_limits = False  # under graph verify: note what it gets wrong (dtype_views, loop_carried)
         self.launch_seal: launch_seal.Seal | None = None  # pypto's launch code as it was (runtime.evidence.launch_seal)
 

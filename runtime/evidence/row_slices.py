@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import random
 import textwrap
 from dataclasses import dataclass
 from typing import Any
@@ -175,16 +176,48 @@ def rows_per_slice(rows: int, tile: int, launch_bytes: int, budget_bytes: int) -
     return max(fitting) if fitting else tile
 
 
+# Slices verified when a launch is cut into more: the first, the last (the tail) and one chosen by the case's seed.
+# Every slice is the same program on the same shapes (the loop makes rows independent), so the slices not launched
+# add no structure; their rows get no graph evidence, and the report names the rows that did (docs/pypto.md §10).
+SAMPLED_SLICES = 3
+
+
 @dataclass
 class Plan:
     dim: int
-    rows: int
-    chunks: list[tuple[list[Any], list[Any]]]  # per slice: the launch's arguments and the goldens
+    rows: int  # per slice
+    total: int  # the launch's rows in dim `dim`
+    starts: list[int]  # the first row of each slice launched
+    chunks: list[tuple[list[Any], list[Any]]]  # per slice launched: the launch's arguments and the goldens
+
+    @property
+    def slices(self) -> int:
+        return self.total // self.rows
+
+    def verified(self) -> list[list[int]]:
+        """The row ranges [start, stop) launched, adjacent ones merged."""
+        ranges: list[list[int]] = []
+        for start in sorted(self.starts):
+            if ranges and ranges[-1][1] == start:
+                ranges[-1][1] = start + self.rows
+            else:
+                ranges.append([start, start + self.rows])
+        return ranges
 
 
-def plan(wrapper: Any, args: tuple[Any, ...], goldens: list[Any], budget_bytes: int) -> Plan | None:
+def sample(slices: int, count: int | None, seed: int) -> list[int]:
+    """Which slices to launch: all when `count` is None or covers them, else the first, the last and
+    `count - 2` others drawn with `seed` (at least the first and the last)."""
+    if count is None or count >= slices:
+        return list(range(slices))
+    middle = random.Random(seed).sample(range(1, slices - 1), max(count, 2) - 2)
+    return sorted({0, slices - 1, *middle})
+
+
+def plan(wrapper: Any, args: tuple[Any, ...], goldens: list[Any], budget_bytes: int,
+         count: int | None = SAMPLED_SLICES, seed: int = 0) -> Plan | None:
     """Row slices for this launch when its predicted graph memory exceeds the budget and the kernel's loop
-    makes its rows independent; None to launch it whole."""
+    makes its rows independent (`count` of them launched, see `sample`); None to launch it whole."""
     import torch
 
     loop = row_loop(getattr(wrapper, "_original_func", None)) if budget_bytes > 0 else None
@@ -208,6 +241,36 @@ def plan(wrapper: Any, args: tuple[Any, ...], goldens: list[Any], budget_bytes: 
     def part(t: Any, start: int) -> Any:
         return t.narrow(loop.dim, start, rows) if tuple(t.shape[: loop.dim + 1]) == lead else t
 
+    starts = [k * rows for k in sample(lead[-1] // rows, count, seed)]
     chunks = [([part(a, start) if n in loop.sliced else a for n, a in zip(names, args)] + list(args[len(names):]),
-               [part(g, start) for g in goldens]) for start in range(0, lead[-1], rows)]
-    return Plan(loop.dim, rows, chunks)
+               [part(g, start) for g in goldens]) for start in starts]
+    return Plan(loop.dim, rows, lead[-1], starts, chunks)
+
+
+def pick(t: Any, dim: int, ranges: list[list[int]]) -> Any:
+    """The rows `ranges` of `t` in dim `dim`, in order (what a partly verified output is compared on)."""
+    import torch
+
+    return torch.cat([t.narrow(dim, start, stop - start) for start, stop in ranges], dim)
+
+
+def coverage(rec: Any, out: Any) -> dict[str, Any] | None:
+    """{"dim", "verified", "of"} when `out` is a tensor whose row slices were launched only in part
+    (graph evidence for those rows alone), else None."""
+    from runtime.evidence import instrument
+
+    rows = rec.row_coverage.get(instrument.storage_id(out))
+    if rows is None or rows["verified"] == [[0, rows["of"]]]:
+        return None
+    return rows if out.dim() > rows["dim"] and out.shape[rows["dim"]] == rows["of"] else None
+
+
+def compare(out: Any, golden: Any, rtol: float, atol: float, rows: dict[str, Any] | None) -> dict[str, Any]:
+    """metrics.compare, on the verified rows only when `rows` (a coverage) says some were not launched."""
+    from runtime.evidence import metrics
+
+    if rows is None or out.shape != golden.shape:
+        return metrics.compare(out, golden, rtol, atol)
+    found = metrics.compare(pick(out, rows["dim"], rows["verified"]), pick(golden, rows["dim"], rows["verified"]),
+                            rtol, atol)
+    return {**found, "rows": rows}

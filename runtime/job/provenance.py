@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from runtime.evidence import dumps, flow, instrument
+from runtime.evidence import dumps, flow, instrument, row_slices
 
 
 def before_launch(rec: instrument.Recorder, prov: dict[str, Any], out: torch.Tensor) -> torch.Tensor:
@@ -41,7 +41,9 @@ def _before_slices(rec: instrument.Recorder, out: torch.Tensor) -> torch.Tensor 
             todo = ~filled[start:start + part.numel()]
             whole[start:start + part.numel()][todo] = part.reshape(-1).to(whole.dtype)[todo]
             filled[start:start + part.numel()] = True
-    return whole.reshape(out.shape) if bool(filled.all()) else None
+    # Slices not launched (row_slices.sample) are compared nowhere: their rows may stay as they are now.
+    partly = row_slices.coverage(rec, out) is not None
+    return whole.reshape(out.shape) if bool(filled.all()) or partly and bool(filled.any()) else None
 
 
 def provenance(rec: instrument.Recorder, out: torch.Tensor, kernel_flow: flow.KernelFlow) -> dict[str, Any]:
@@ -87,11 +89,12 @@ def copied_from(rec: instrument.Recorder, out: torch.Tensor) -> list[tuple[int, 
 
 
 def dump(req: dict[str, Any], rec: instrument.Recorder, outputs: list[torch.Tensor], goldens: list[torch.Tensor],
-          provenance: list[dict[str, Any]]) -> None:
-    """Write the bytes the harness recompares outside this process (runtime.evidence.dumps)."""
+         provenance: list[dict[str, Any]], rows: list[dict[str, Any] | None]) -> None:
+    """Write the bytes the harness recompares outside this process (runtime.evidence.dumps); `rows`: each
+    output's verified rows when graph verify launched only some of its row slices (row_slices.coverage)."""
     entries = []
-    for out, golden, prov in zip(outputs, goldens, provenance):
-        entry = dumps.OutputDump(golden=golden, output=out)
+    for out, golden, prov, covered in zip(outputs, goldens, provenance, rows):
+        entry = dumps.OutputDump(golden=golden, output=out, rows=covered)
         if prov["launch"] is not None:
             first, last = rec.launches[prov["launch"]], rec.launches[prov["last_launch"]]
             arg = last.args[prov["last_arg"]]

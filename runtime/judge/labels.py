@@ -17,5 +17,36 @@ def add(case: CaseResult, events: list[Any]) -> None:
                            and isinstance(e.get("references"), list) for name in e["references"]][:MAX_LABELS]
     sliced = [e for e in own if e.get("event") == "graph_row_slices"]
     if sliced and case.graph_verify is not None:
-        case.graph_verify["row_slices"] = [{k: e.get(k) for k in ("kernel", "dim", "rows", "slices")}
-                                           for e in sliced][:MAX_LABELS]
+        case.graph_verify["row_slices"] = [{**{k: e.get(k) for k in ("kernel", "dim", "rows", "slices", "launched")},
+                                            **_verified(case.graph_verify, e)} for e in sliced][:MAX_LABELS]
+        partial = [cut for cut in case.graph_verify["row_slices"]
+                   if cut.get("verified") not in (None, [[0, cut.get("of")]])]
+        if partial and case.graph_verify.get("status") in ("pass", "fail"):  # a graph verdict of some rows only
+            case.verdict_reason = (f"{case.verdict_reason}; graph verify on row slices: "
+                                   f"{row_slices_text(partial[0]).split('; ', 1)[1]}")
+
+
+def _verified(graph: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:
+    """The rows graph evidence covers: those the harness compared (its recompare's `rows`, runtime.evidence.dumps)
+    when the slices were launched in part, else all the launch's rows."""
+    m = graph.get("metrics") if isinstance(graph.get("metrics"), dict) else {}
+    found = [o.get("rows") for o in [m, *(m.get("outputs") or [])] if isinstance(o, dict) and o.get("rows")]
+    if found:
+        return {"verified": found[0]["verified"], "of": found[0]["of"]}
+    try:
+        of = int(event.get("of") or int(event["rows"]) * int(event["slices"]))
+    except (KeyError, TypeError, ValueError):
+        return {}
+    return {"verified": [[0, of]], "of": of}
+
+
+def row_slices_text(cut: dict[str, Any]) -> str:
+    """One sliced launch in words, naming exactly the rows its graph evidence covers (docs/pypto.md §10)."""
+    head = (f"{cut.get('kernel')} launched on {cut.get('launched', cut.get('slices'))} of {cut.get('slices')} "
+            f"slices of {cut.get('rows')} rows of dim {cut.get('dim')}, which its loop makes independent")
+    verified, of = cut.get("verified") or [], cut.get("of")
+    if verified == [[0, of]]:
+        return f"{head}; graph evidence for all {of} rows"
+    spans = ", ".join(f"{a}-{b - 1}" for a, b in verified)
+    count = sum(b - a for a, b in verified)
+    return f"{head}; graph evidence for rows {spans} only ({count} of {of}; the other slices were not launched)"

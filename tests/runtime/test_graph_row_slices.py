@@ -75,8 +75,8 @@ def test_the_plan_slices_the_walked_tensors_and_their_goldens_and_keeps_the_rest
     kernels = _kernels(tmp_path)
     x, gamma, out = torch.zeros(1, 64, 32), torch.ones(32), torch.zeros(1, 64, 32)
     golden = torch.arange(64 * 32.0).reshape(1, 64, 32)
-    plan = row_slices.plan(_Wrapper(kernels.rows), (x, gamma, out), [golden], budget_bytes=1)
-    assert (plan.dim, plan.rows, len(plan.chunks)) == (1, 8, 8)
+    plan = row_slices.plan(_Wrapper(kernels.rows), (x, gamma, out), [golden], budget_bytes=1, count=None)
+    assert (plan.dim, plan.rows, len(plan.chunks), plan.verified()) == (1, 8, 8, [[0, 64]])
     args, goldens = plan.chunks[3]
     assert args[1] is gamma and args[0].shape == (1, 8, 32) and args[0].data_ptr() == x[:, 24:32].data_ptr()
     assert torch.equal(goldens[0], golden[:, 24:32])
@@ -108,12 +108,14 @@ def test_a_launch_over_its_graph_budget_is_verified_on_row_slices(warm_sim, calc
     report = run_submission(pkg, options, warm=warm_sim)
     case = report.cases[0]
     assert case.verdict == verdict, case.verdict_reason
-    assert case.graph_verify["row_slices"] == [{"kernel": "row_rms_kernel", "dim": 1, "rows": 8, "slices": 2}]
+    assert case.graph_verify["row_slices"] == [{"kernel": "row_rms_kernel", "dim": 1, "rows": 8, "slices": 2,
+                                                "launched": 2, "verified": [[0, 16]], "of": 16}]
     assert case.kernel_launches == 2  # one per slice, each corroborated by its own pypto call folder
     assert case.graph_verify["metrics"]["shape_match"] and case.outputs[0]["metrics"]["shape_match"]
     console = Console(width=200, record=True, force_terminal=False)
     print_report(report, console)
-    assert "graph verify on row slices: row_rms_kernel launched 2 times on 8 rows of dim 1" in console.export_text()
+    assert ("graph verify on row slices: row_rms_kernel launched on 2 of 2 slices of 8 rows of dim 1, which its "
+            "loop makes independent; graph evidence for all 16 rows") in " ".join(console.export_text().split())
 
 
 MODULE_TEST = '''
@@ -144,3 +146,127 @@ def test_a_test_modules_launch_stays_whole_and_its_npu_golden_judges_the_graph(w
     assert case.verdict == "sim_garbage_graph_ok", case.verdict_reason
     assert case.kernel_launches == 1 and "row_slices" not in case.graph_verify
     assert case.cpu_references == ["torch_npu.npu_rms_norm"]
+
+
+def test_a_sample_is_the_first_and_last_slices_and_others_by_the_seed_and_names_its_rows(tmp_path):
+    assert row_slices.sample(8, None, 5) == list(range(8)) and row_slices.sample(3, 3, 5) == [0, 1, 2]
+    picked = row_slices.sample(8, 3, 5)
+    assert picked[0] == 0 and picked[-1] == 7 and len(picked) == 3 and picked == row_slices.sample(8, 3, 5)
+    assert row_slices.sample(8, 2, 5) == [0, 7]
+    kernels = _kernels(tmp_path)
+    x, gamma, out = torch.zeros(1, 64, 32), torch.ones(32), torch.zeros(1, 64, 32)
+    plan = row_slices.plan(_Wrapper(kernels.rows), (x, gamma, out), [out.clone()], budget_bytes=1, count=3, seed=5)
+    assert plan.slices == 8 and plan.starts == [k * 8 for k in picked] and len(plan.chunks) == 3
+    assert plan.verified() == _spans(picked, 8)
+
+
+def _spans(slices: list[int], rows: int) -> list[list[int]]:
+    """The row ranges of these slices, adjacent ones merged."""
+    spans: list[list[int]] = []
+    for k in slices:
+        if spans and spans[-1][1] == k * rows:
+            spans[-1][1] += rows
+        else:
+            spans.append([k * rows, k * rows + rows])
+    return spans
+
+
+def test_the_harness_refuses_a_row_claim_that_leaves_out_the_first_or_last_rows(tmp_path):
+    """The job says which rows it verified; the leader compares those only when they are whole rows including
+    both ends (row_slices.sample always launches them), so a forged claim cannot hide a wrong tail."""
+    from runtime.evidence import dumps
+    from runtime.fence.jobfiles import JobFiles
+
+    golden = torch.arange(48 * 4.0).reshape(1, 48, 4)
+    out = golden.clone()
+    out[:, 40:] += 1  # wrong in the last slice
+    for rows, error in (({"dim": 1, "verified": [[0, 8], [16, 24], [40, 48]], "of": 48}, None),
+                        ({"dim": 1, "verified": [[0, 8], [16, 24]], "of": 48}, "not slices"),
+                        ({"dim": 1, "verified": "all", "of": 48}, "not valid")):
+        folder = tmp_path / str(len(str(rows)))
+        dumps.write(folder, [dumps.OutputDump(golden=golden, output=out, before=torch.zeros_like(out), rows=rows)])
+        files = JobFiles(folder)
+        if error:
+            with pytest.raises(dumps.DumpError, match=error):
+                dumps.recheck(files, (1e-3, 1e-3), True, [dumps.sha256(golden)])
+            continue
+        checked = dumps.recheck(files, (1e-3, 1e-3), True, [dumps.sha256(golden)])
+        graph = checked["graph_metrics"]
+        assert graph["numel"] == 24 * 4 and graph["mismatch_count"] == 8 * 4  # the last slice's rows, and no others
+        assert graph["rows"] == {"dim": 1, "verified": rows["verified"], "of": 48}
+
+
+SCALE = '''
+import pypto
+import torch
+
+ROW_TILE = 8
+
+
+@pypto.frontend.jit
+def scale_kernel(x: pypto.Tensor([], pypto.DT_FP32), out: pypto.Tensor([], pypto.DT_FP32)):
+    hidden = x.shape[2]
+    pypto.set_vec_tile_shapes(1, ROW_TILE, hidden)
+    for i in pypto.loop(x.shape[1] // ROW_TILE, name="ROWS", idx_name="i"):
+        rows = pypto.view(x, [1, ROW_TILE, hidden], [0, i * ROW_TILE, 0])
+        y = rows * 2.0{wrong}
+        pypto.assemble(y, [0, i * ROW_TILE, 0], out)
+
+
+def scale_wrapper(x):
+    out = torch.empty_like(x)
+    scale_kernel(x, out)
+    return out
+'''
+# x is arange: slice k (8 rows of 16) holds the values 128 k .. 128 k + 127; this bump is non-zero on slice k only.
+BUMP = " + pypto.minimum(pypto.relu(rows - {low:.1f}), pypto.relu(rows * -1.0 + {high:.1f}))"
+SCALE_CASES = '''{"op_name": "scale", "test_cases": [{"id": "rows_48x16", "seed": 11,
+  "inputs": [{"name": "x", "shape": [1, 48, 16], "dtype": "float32", "init": "arange"}],
+  "output": {"shape": [1, 48, 16], "dtype": "float32"}, "rtol": 1e-3, "atol": 1e-3}]}'''
+
+
+def _scale(tmp_path: Path, name: str, bad_slice: int) -> Path:
+    pkg = tmp_path / name / "scale"
+    pkg.mkdir(parents=True)
+    (pkg / "scale_golden.py").write_text("def scale_golden(x):\n    return x * 2\n")
+    bump = BUMP.format(low=128.0 * bad_slice + 0.5, high=128.0 * bad_slice + 127.5)
+    (pkg / "scale_impl.py").write_text(SCALE.replace("{wrong}", bump))
+    (pkg / "test_cases.json").write_text(SCALE_CASES)
+    return pkg
+
+
+@pytest.mark.slow  # real pypto compiles
+def test_a_bug_in_a_slice_not_launched_is_never_claimed_and_the_verified_rows_are_named(warm_sim, calculator_cache,
+                                                                                       tmp_path):
+    """6 slices of 8 rows, 3 launched (the first, the last, one by the case's seed): a kernel wrong in a slice
+    not launched gets graph pass on the named rows only, and the same kernel with every slice launched, or wrong
+    in the seed's slice, gets graph fail."""
+    from rich.console import Console
+
+    from runtime.cli.console import print_report
+    from runtime.runner import RunOptions, run_submission
+
+    picked = row_slices.sample(6, 3, 11)
+    hidden = next(k for k in range(1, 5) if k not in picked)
+    merged = _spans(picked, 8)
+    spans = ", ".join(f"{a}-{b - 1}" for a, b in merged)
+    runs = {}
+    for name, bad, count in (("hidden", hidden, 3), ("every", hidden, None), ("seen", picked[1], 3)):
+        options = RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / name / "w", graph_slice_bytes=1,
+                             graph_slice_count=count)
+        runs[name] = run_submission(_scale(tmp_path, name, bad), options, warm=warm_sim)
+    case = runs["hidden"].cases[0]
+    assert case.verdict == "sim_garbage_graph_ok", case.verdict_reason
+    assert case.kernel_launches == 3
+    assert case.graph_verify["row_slices"] == [{"kernel": "scale_kernel", "dim": 1, "rows": 8, "slices": 6,
+                                                "launched": 3, "verified": merged, "of": 48}]
+    assert case.graph_verify["metrics"]["numel"] == 24 * 16  # the harness compared the verified rows only
+    assert f"graph evidence for rows {spans} only (24 of 48" in case.verdict_reason
+    console = Console(width=200, record=True, force_terminal=False)
+    print_report(runs["hidden"], console)
+    assert (f"scale_kernel launched on 3 of 6 slices of 8 rows of dim 1, which its loop makes independent; graph "
+            f"evidence for rows {spans} only (24 of 48; the other slices were not launched)") in console.export_text()
+    for name in ("every", "seen"):
+        other = runs[name].cases[0]
+        assert other.verdict == "graph_fail" and other.graph_verify["status"] == "fail", (name, other.verdict_reason)
+    assert runs["every"].cases[0].graph_verify["row_slices"][0]["verified"] == [[0, 48]]

@@ -170,17 +170,18 @@ class GraphRun:
 
         from runtime.evidence import instrument
 
-        # Packages only: a script's asserts are matched to one launch's output by value (instrument._output_holding),
-        # which a sliced output is not; a script's launch keeps the memory rule (docs/pypto.md §10).
-        sliceable = self.chunk_goldens is None and not self.rec.graph_on
-        plan = row_slices.plan(wrapper, args, list(self.rec.goldens or []), self.slice_budget, self.slice_count,
-                               self.slice_seed) if sliceable else None
+        # A script's or test module's own asserts read every row of the output (instrument._output_holding matches
+        # them to the whole sliced tensor): all its slices are launched (docs/pypto.md §10).
+        count = None if self.rec.graph_on else self.slice_count
+        plan = row_slices.plan(wrapper, args, list(self.rec.goldens or []), self.slice_budget, count,
+                               self.slice_seed) if self.chunk_goldens is None else None
         if plan is None:
             return instrument.NOT_SLICED
         rows = {"dim": plan.dim, "verified": plan.verified(), "of": plan.total}
         for arg in args:  # the whole tensors cut into slices: the outputs compared on the verified rows only
             if isinstance(arg, torch.Tensor) and arg.dim() > plan.dim and arg.shape[plan.dim] == plan.total:
                 self.rec.row_coverage[instrument.storage_id(arg)] = rows
+                self.rec.sliced_wholes.append(arg)
         self.rec.events.emit("graph_row_slices", kernel=getattr(wrapper, "__name__", "kernel"), dim=plan.dim,
                              rows=plan.rows, slices=plan.slices, launched=len(plan.chunks),
                              verified=rows["verified"], of=plan.total)

@@ -274,3 +274,30 @@ def compare(out: Any, golden: Any, rtol: float, atol: float, rows: dict[str, Any
     found = metrics.compare(pick(out, rows["dim"], rows["verified"]), pick(golden, rows["dim"], rows["verified"]),
                             rtol, atol)
     return {**found, "rows": rows}
+
+
+def before_whole(rec: Any, out: Any) -> Any:
+    """Launches on row slices of `out`: what `out` held before them, put together from each slice's copy
+    taken before the first launch that wrote it; None when they do not cover it."""
+    import torch
+
+    from runtime.evidence import instrument
+
+    if not out.is_contiguous():
+        return None
+    whole, filled = out.detach().clone().reshape(-1), torch.zeros(out.numel(), dtype=torch.bool)
+    sid, size = instrument.storage_id(out), out.element_size()
+    for launch in rec.launches:
+        for arg, storage in enumerate(launch.storages):
+            part, view = launch.before[arg], launch.args[arg]
+            if storage != sid or part is None or view.dtype != out.dtype or not view.is_contiguous():
+                continue
+            start = (view.data_ptr() - out.data_ptr()) // size
+            if not 0 <= start <= out.numel() - part.numel():
+                continue
+            todo = ~filled[start:start + part.numel()]
+            whole[start:start + part.numel()][todo] = part.reshape(-1).to(whole.dtype)[todo]
+            filled[start:start + part.numel()] = True
+    # Slices not launched (row_slices.sample) are compared nowhere: their rows may stay as they are now.
+    partly = coverage(rec, out) is not None
+    return whole.reshape(out.shape) if bool(filled.all()) or partly and bool(filled.any()) else None

@@ -133,18 +133,23 @@ def test_rows(device):
 
 
 @pytest.mark.slow  # a real pypto compile
-def test_a_test_modules_launch_stays_whole_and_its_npu_golden_judges_the_graph(warm_sim, calculator_cache, tmp_path):
-    """A script's asserts are matched to one launch's output by value: a sliced output would read as no compare
-    (tried), so a module's launch is never sliced; its golden by torch_npu.npu_rms_norm judges the graph's result."""
+@pytest.mark.parametrize("wrong, status", [("", "pass"), (" * 1.5", "fail")])
+def test_a_test_modules_launch_runs_on_every_row_slice_and_its_own_assert_judges_the_whole(
+        warm_sim, calculator_cache, tmp_path, wrong, status):
+    """A module's assert reads every row of the output: all its slices are launched and the assert is matched
+    to the whole sliced output (instrument._sliced_holding); its golden by torch_npu.npu_rms_norm judges it."""
     from runtime.runner import RunOptions, run_submission
     from tests.runtime.test_standin_references import IMPL
 
     path = tmp_path / "test_rows.py"
-    path.write_text(IMPL.replace("{wrong}", "") + MODULE_TEST)
+    path.write_text(IMPL.replace("{wrong}", wrong) + MODULE_TEST)
     options = RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w", graph_slice_bytes=1)
     case = run_submission(path, options, warm=warm_sim).cases[0]
-    assert case.verdict == "sim_garbage_graph_ok", case.verdict_reason
-    assert case.kernel_launches == 1 and "row_slices" not in case.graph_verify
+    assert case.graph_verify["status"] == status, case.verdict_reason
+    assert case.verdict == ("sim_garbage_graph_ok" if status == "pass" else "graph_fail"), case.verdict_reason
+    assert case.kernel_launches == 4 and case.graph_verify["asserts_judged"] == 1
+    assert case.graph_verify["row_slices"] == [{"kernel": "row_rms_kernel", "dim": 1, "rows": 8, "slices": 4,
+                                                "launched": 4, "verified": [[0, 32]], "of": 32}]
     assert case.cpu_references == ["torch_npu.npu_rms_norm"]
 
 
@@ -265,7 +270,7 @@ def test_a_bug_in_a_slice_not_launched_is_never_claimed_and_the_verified_rows_ar
     console = Console(width=200, record=True, force_terminal=False)
     print_report(runs["hidden"], console)
     assert (f"scale_kernel launched on 3 of 6 slices of 8 rows of dim 1, which its loop makes independent; graph "
-            f"evidence for rows {spans} only (24 of 48; the other slices were not launched)") in console.export_text()
+            f"evidence for rows {spans} only (24 of 48; the other slices were not launched)") in " ".join(console.export_text().split())
     for name in ("every", "seen"):
         other = runs[name].cases[0]
         assert other.verdict == "graph_fail" and other.graph_verify["status"] == "fail", (name, other.verdict_reason)

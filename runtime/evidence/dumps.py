@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runtime.evidence import row_slices
 from runtime.fence.jobfiles import JobFiles
 
 MANIFEST = "manifest.json"
@@ -222,13 +223,14 @@ def _unmatched(files: JobFiles, out: dict[str, Any], gold: dict[str, Any], diges
 
 
 def recheck(files: JobFiles, tolerance: tuple[float, float], graph_active: bool,
-            golden_sha256: list[str] | None) -> dict[str, Any]:
+            golden_sha256: list[str] | None, sample: tuple[int | None, int] = (None, 0)) -> dict[str, Any]:
     """The harness's own compare of the dumped bytes.
 
     Returns {"metrics", "graph_metrics", "outputs": [{"launch_wrote", "changed_after_launch"}]}, where
     metrics compares what the kernel left (the bytes before the launch when graph verify wrote the
     outputs, as the job does) and graph_metrics the outputs as returned. `golden_sha256` are the
-    hashes the job sent right after its golden stage; the dumped goldens must still match them.
+    hashes the job sent right after its golden stage; the dumped goldens must still match them. `sample`:
+    the request's (slices launched, case seed), which a claim of rows verified must follow (_rows).
     Raises DumpError.
     """
     from runtime.evidence import metrics
@@ -259,7 +261,7 @@ def recheck(files: JobFiles, tolerance: tuple[float, float], graph_active: bool,
         others = [_check_meta(other.get("golden"), files) for other in entries
                   if graph_wrote and isinstance(other, dict) and isinstance(other.get("golden"), dict)
                   and other["golden"].get("shape") == out["shape"]][:MAX_OUTPUTS]
-        rows = _rows(entry.get("rows"), gold, out)
+        rows = _rows(entry.get("rows"), gold, out, sample)
         checked = _one_pass(files, gold, out, before if graph_wrote else None, others, rtol, atol,
                             hashed=[m for m in (gold, arg_now or out, before) if m is not None], rows=rows)
         if checked["sha256"][gold["file"]] != golden_sha256[index]:
@@ -319,11 +321,11 @@ def _one_pass(files: JobFiles, gold: dict[str, Any], out: dict[str, Any], before
     return found
 
 
-def _rows(claim: Any, gold: dict[str, Any], out: dict[str, Any]) -> dict[str, Any] | None:
+def _rows(claim: Any, gold: dict[str, Any], out: dict[str, Any], sample: tuple[int | None, int]) -> dict[str, Any] | None:
     """The job's claim that graph verify launched only these row slices of the output (runtime.evidence.row_slices),
     checked, with the flat element ranges [start, stop) it means; None when there is no claim. Raises DumpError
-    for a claim that is not a set of whole rows including the first and the last (row_slices.sample always
-    launches those), so a forged claim cannot leave out the rows a kernel gets wrong at either end."""
+    for a claim other than the slices row_slices.sample draws with the request's count and seed (the first, the
+    last and the seed's), so a forged claim cannot choose the rows a kernel gets right."""
     if claim is None:
         return None
     shape = gold["shape"]
@@ -336,6 +338,8 @@ def _rows(claim: Any, gold: dict[str, Any], out: dict[str, Any]) -> dict[str, An
             or not ranges or flat != sorted(flat) or flat[0] != 0 or flat[-1] != of
             or any(a >= b for a, b in ranges)):
         raise DumpError(f"the output dump's rows {str(claim)[:200]} are not slices of its shape {shape}")
+    if not row_slices.sampled(ranges, of, *sample):
+        raise DumpError(f"the output dump's rows {str(claim)[:200]} are not the slices the case's sample launches")
     inner = math.prod(shape[dim + 1:])
     return {"dim": dim, "verified": ranges, "of": of, "elements": [(a * inner, b * inner) for a, b in ranges]}
 

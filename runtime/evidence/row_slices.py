@@ -196,13 +196,24 @@ class Plan:
 
     def verified(self) -> list[list[int]]:
         """The row ranges [start, stop) launched, adjacent ones merged."""
-        ranges: list[list[int]] = []
-        for start in sorted(self.starts):
-            if ranges and ranges[-1][1] == start:
-                ranges[-1][1] = start + self.rows
-            else:
-                ranges.append([start, start + self.rows])
-        return ranges
+        return spans([start // self.rows for start in self.starts], self.rows)
+
+
+def spans(slices: list[int], rows: int) -> list[list[int]]:
+    """The row ranges [start, stop) of these slices of `rows` rows, adjacent ones merged."""
+    ranges: list[list[int]] = []
+    for k in sorted(slices):
+        if ranges and ranges[-1][1] == k * rows:
+            ranges[-1][1] += rows
+        else:
+            ranges.append([k * rows, k * rows + rows])
+    return ranges
+
+
+def sampled(ranges: list[list[int]], total: int, count: int | None, seed: int) -> bool:
+    """Whether `ranges` are what `sample` launches of `total` rows cut into slices of some size."""
+    return any(spans(sample(total // rows, count, seed), rows) == ranges
+               for rows in range(1, total + 1) if total % rows == 0)
 
 
 def sample(slices: int, count: int | None, seed: int) -> list[int]:

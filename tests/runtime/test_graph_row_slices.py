@@ -158,6 +158,8 @@ def test_a_sample_is_the_first_and_last_slices_and_others_by_the_seed_and_names_
     picked = row_slices.sample(8, 3, 5)
     assert picked[0] == 0 and picked[-1] == 7 and len(picked) == 3 and picked == row_slices.sample(8, 3, 5)
     assert row_slices.sample(8, 2, 5) == [0, 7]
+    assert row_slices.spans([0, 3, 7], 8) == [[0, 8], [24, 32], [56, 64]]
+    assert row_slices.spans([0, 1, 7], 8) == [[0, 16], [56, 64]]  # adjacent slices merge
     kernels = _kernels(tmp_path)
     x, gamma, out = torch.zeros(1, 64, 32), torch.ones(32), torch.zeros(1, 64, 32)
     plan = row_slices.plan(_Wrapper(kernels.rows), (x, gamma, out), [out.clone()], budget_bytes=1, count=3, seed=5)
@@ -166,39 +168,35 @@ def test_a_sample_is_the_first_and_last_slices_and_others_by_the_seed_and_names_
 
 
 def _spans(slices: list[int], rows: int) -> list[list[int]]:
-    """The row ranges of these slices, adjacent ones merged."""
-    spans: list[list[int]] = []
-    for k in slices:
-        if spans and spans[-1][1] == k * rows:
-            spans[-1][1] += rows
-        else:
-            spans.append([k * rows, k * rows + rows])
-    return spans
+    return row_slices.spans(slices, rows)
 
 
-def test_the_harness_refuses_a_row_claim_that_leaves_out_the_first_or_last_rows(tmp_path):
-    """The job says which rows it verified; the leader compares those only when they are whole rows including
-    both ends (row_slices.sample always launches them), so a forged claim cannot hide a wrong tail."""
+def test_the_harness_compares_the_claimed_rows_only_when_they_are_the_cases_sample(tmp_path):
+    """The job says which rows it verified; the leader compares those only when they are the slices
+    row_slices.sample draws with the request's count and seed, so a forged claim cannot pick the good rows."""
     from runtime.evidence import dumps
     from runtime.fence.jobfiles import JobFiles
 
     golden = torch.arange(48 * 4.0).reshape(1, 48, 4)
     out = golden.clone()
     out[:, 40:] += 1  # wrong in the last slice
-    for rows, error in (({"dim": 1, "verified": [[0, 8], [16, 24], [40, 48]], "of": 48}, None),
-                        ({"dim": 1, "verified": [[0, 8], [16, 24]], "of": 48}, "not slices"),
-                        ({"dim": 1, "verified": "all", "of": 48}, "not valid")):
-        folder = tmp_path / str(len(str(rows)))
+    picked = row_slices.sample(6, 3, 11)
+    other = next(k for k in range(1, 5) if k not in picked)
+    for verified, error in ((_spans(picked, 8), None), (_spans(picked[:2], 8), "not slices"),
+                            (_spans([0, other, 5], 8), "not the slices the case's sample launches"),
+                            ("all", "not valid")):
+        rows = {"dim": 1, "verified": verified, "of": 48}
+        folder = tmp_path / str(len(tuple(tmp_path.iterdir())))
         dumps.write(folder, [dumps.OutputDump(golden=golden, output=out, before=torch.zeros_like(out), rows=rows)])
         files = JobFiles(folder)
         if error:
             with pytest.raises(dumps.DumpError, match=error):
-                dumps.recheck(files, (1e-3, 1e-3), True, [dumps.sha256(golden)])
+                dumps.recheck(files, (1e-3, 1e-3), True, [dumps.sha256(golden)], (3, 11))
             continue
-        checked = dumps.recheck(files, (1e-3, 1e-3), True, [dumps.sha256(golden)])
+        checked = dumps.recheck(files, (1e-3, 1e-3), True, [dumps.sha256(golden)], (3, 11))
         graph = checked["graph_metrics"]
         assert graph["numel"] == 24 * 4 and graph["mismatch_count"] == 8 * 4  # the last slice's rows, and no others
-        assert graph["rows"] == {"dim": 1, "verified": rows["verified"], "of": 48}
+        assert graph["rows"] == {"dim": 1, "verified": verified, "of": 48}
 
 
 SCALE = '''

@@ -14,7 +14,7 @@ from typing import Any
 from runtime.intake import submission as submission_mod
 from runtime.evidence import emulated
 from runtime.intake import listing
-from runtime.evidence import graph_verify, row_slices
+from runtime.evidence import graph_verify
 from runtime.intake import testmodule
 from runtime.intake.testmodule import SkippedFunction, TestFunction
 from runtime import verdicts
@@ -60,8 +60,9 @@ class RunOptions:
     graph_verify: bool = True
     verify_passes: bool = False
     graph_slice_bytes: int | None = None  # graph bytes above which a launch runs on row slices; None: memory / 4
-    # ... of which this many are launched (the first, the last, others by the case's seed); None: all of them
-    graph_slice_count: int | None = row_slices.SAMPLED_SLICES
+    # ... of which at most this many are launched (the first, the last, others by the case's seed, while the time
+    # allows: runtime.evidence.row_slices.TIME_SHARE); None: as many as the time allows
+    graph_slice_count: int | None = None
     isolate_network: bool = True
     drop_privileges: bool = True
     cache_dir: Path | None = None  # where the graph-verify calculator is cached

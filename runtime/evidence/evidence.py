@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from runtime.evidence import costmodel, dumps, graph_verify
-from runtime.evidence import row_slices, verify_recheck
+from runtime.evidence import verify_recheck
 from runtime.fence.jobenv import JobDirs
 from runtime.fence.jobfiles import JobFiles, Sink
 
@@ -267,7 +267,7 @@ def _recheck(request: dict[str, Any], events: list[dict[str, Any]], results: Job
             raise dumps.DumpError(f"the job reported its goldens {len(goldens)} times, not once")
         cfg, case = request.get("graph_verify") or {}, request.get("case") or {}
         # the rows a sliced launch verifies, drawn as the job's graph_verify.install draws them
-        sample = (cfg.get("slice_count", row_slices.SAMPLED_SLICES), int(case.get("seed") or 0))
+        sample = (cfg.get("slice_count"), int(case.get("seed") or 0))
         checked = dumps.recheck(results, tolerance, graph_active, goldens[0].get("sha256"), sample)
     except (dumps.DumpError, OSError) as exc:
         checked = {"error": str(exc)[:500]}

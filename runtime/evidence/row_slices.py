@@ -176,10 +176,12 @@ def rows_per_slice(rows: int, tile: int, launch_bytes: int, budget_bytes: int) -
     return max(fitting) if fitting else tile
 
 
-# Slices verified when a launch is cut into more: the first, the last (the tail) and one chosen by the case's seed.
-# Every slice is the same program on the same shapes (the loop makes rows independent), so the slices not launched
-# add no structure; their rows get no graph evidence, and the report names the rows that did (docs/pypto.md §10).
-SAMPLED_SLICES = 3
+# A package's launch cut into row slices launches the first slice, the last (the tail), then others in an order drawn
+# with the case's seed, while the next one is predicted to end within this share of the case timeout (from the job's
+# start). Every slice is the same program on the same shapes (the loop makes rows independent), so the slices not
+# launched add no structure; their rows get no graph evidence, and the report names the rows that did
+# (docs/pypto.md §10). A script's or test module's asserts read every row: all its slices are launched.
+TIME_SHARE = 0.6
 
 
 @dataclass
@@ -187,16 +189,16 @@ class Plan:
     dim: int
     rows: int  # per slice
     total: int  # the launch's rows in dim `dim`
-    starts: list[int]  # the first row of each slice launched
-    chunks: list[tuple[list[Any], list[Any]]]  # per slice launched: the launch's arguments and the goldens
+    starts: list[int]  # the first row of each slice, in the order they are launched
+    chunks: list[tuple[list[Any], list[Any]]]  # per slice: the launch's arguments and the goldens
 
     @property
     def slices(self) -> int:
         return self.total // self.rows
 
-    def verified(self) -> list[list[int]]:
-        """The row ranges [start, stop) launched, adjacent ones merged."""
-        return spans([start // self.rows for start in self.starts], self.rows)
+    def verified(self, launched: int) -> list[list[int]]:
+        """The row ranges [start, stop) of the first `launched` slices, adjacent ones merged."""
+        return spans([start // self.rows for start in self.starts[:launched]], self.rows)
 
 
 def spans(slices: list[int], rows: int) -> list[list[int]]:
@@ -211,24 +213,28 @@ def spans(slices: list[int], rows: int) -> list[list[int]]:
 
 
 def sampled(ranges: list[list[int]], total: int, count: int | None, seed: int) -> bool:
-    """Whether `ranges` are what `sample` launches of `total` rows cut into slices of some size."""
-    return any(spans(sample(total // rows, count, seed), rows) == ranges
-               for rows in range(1, total + 1) if total % rows == 0)
+    """Whether `ranges` are the first two or more slices of `sample`'s order (as many as the time allowed), of
+    `total` rows cut into slices of some size."""
+    for rows in (r for r in range(1, total + 1) if total % r == 0):
+        order = sample(total // rows, count, seed)
+        if any(spans(order[:k], rows) == ranges for k in range(min(2, len(order)), len(order) + 1)):
+            return True
+    return False
 
 
 def sample(slices: int, count: int | None, seed: int) -> list[int]:
-    """Which slices to launch: all when `count` is None or covers them, else the first, the last and
-    `count - 2` others drawn with `seed` (at least the first and the last)."""
-    if count is None or count >= slices:
-        return list(range(slices))
-    middle = random.Random(seed).sample(range(1, slices - 1), max(count, 2) - 2)
-    return sorted({0, slices - 1, *middle})
+    """The order slices are launched in: the first, the last, then the others as `seed` shuffles them; at most
+    `count` of them (None: all)."""
+    rest = list(range(1, slices - 1))
+    random.Random(seed).shuffle(rest)
+    order = [0, slices - 1, *rest] if slices > 1 else [0]
+    return order if count is None else order[:max(count, min(2, slices))]
 
 
 def plan(wrapper: Any, args: tuple[Any, ...], goldens: list[Any], budget_bytes: int,
-         count: int | None = SAMPLED_SLICES, seed: int = 0) -> Plan | None:
+         count: int | None = None, seed: int = 0) -> Plan | None:
     """Row slices for this launch when its predicted graph memory exceeds the budget and the kernel's loop
-    makes its rows independent (`count` of them launched, see `sample`); None to launch it whole."""
+    makes its rows independent, in `sample`'s order (at most `count`); None to launch it whole."""
     import torch
 
     loop = row_loop(getattr(wrapper, "_original_func", None)) if budget_bytes > 0 else None

@@ -51,7 +51,7 @@ class GoldenError(Exception):
 
 def main(req: dict[str, Any], events_fd: int) -> NoReturn:
     events = Events(events_fd)
-    code = 0
+    req["started_s"], code = time.monotonic(), 0
     try:
         _prepare_process(req)
         if req["mode"] == "sim":
@@ -306,8 +306,9 @@ def _install_graph_verify(req: dict[str, Any], rec: instrument.Recorder, case: d
     elif not cfg.get("enabled"):
         reason, run = graph_verify.DISABLED, None
     else:
-        run, reason = graph_verify.install(rec, {**cfg, "slice_seed": case.get("seed", 0)}, case.get("output_args"),
-                                           tolerance)
+        until = req["started_s"] + row_slices.TIME_SHARE * float(req["limits"]["timeout_s"])  # docs/pypto.md §10
+        run, reason = graph_verify.install(rec, {**cfg, "slice_seed": case.get("seed", 0), "slice_until": until},
+                                           case.get("output_args"), tolerance)
         rec.watch_calculator_limits = run is not None  # graphs the calculator computes wrongly (docs/realops.md §9)
         rule = "" if run is not None else graph_verify.unavailable_rule(reason)
     rec.events.emit("graph_verify_setup", available=run is not None, reason=reason or "", **({"rule": rule} if rule else {}))

@@ -37,7 +37,8 @@ def _verified(graph: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:
         of = int(event.get("of") or int(event["rows"]) * int(event["slices"]))
     except (KeyError, TypeError, ValueError):
         return {}
-    return {"verified": [[0, of]], "of": of}
+    judged = graph.get("status") in ("pass", "fail")  # a graph verdict: on every row, having none of its own
+    return {"verified": [[0, of]] if judged else [], "of": of}
 
 
 def row_slices_text(cut: dict[str, Any]) -> str:
@@ -45,6 +46,8 @@ def row_slices_text(cut: dict[str, Any]) -> str:
     head = (f"{cut.get('kernel')} launched on {cut.get('launched', cut.get('slices'))} of {cut.get('slices')} "
             f"slices of {cut.get('rows')} rows of dim {cut.get('dim')}, which its loop makes independent")
     verified, of = cut.get("verified") or [], cut.get("of")
+    if not verified:
+        return f"{head}; no graph evidence (no graph verdict)"
     if verified == [[0, of]]:
         return f"{head}; graph evidence for all {of} rows"
     spans = ", ".join(f"{a}-{b - 1}" for a, b in verified)

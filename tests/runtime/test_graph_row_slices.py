@@ -75,9 +75,9 @@ def test_the_plan_slices_the_walked_tensors_and_their_goldens_and_keeps_the_rest
     kernels = _kernels(tmp_path)
     x, gamma, out = torch.zeros(1, 64, 32), torch.ones(32), torch.zeros(1, 64, 32)
     golden = torch.arange(64 * 32.0).reshape(1, 64, 32)
-    plan = row_slices.plan(_Wrapper(kernels.rows), (x, gamma, out), [golden], budget_bytes=1, count=None)
-    assert (plan.dim, plan.rows, len(plan.chunks), plan.verified()) == (1, 8, 8, [[0, 64]])
-    args, goldens = plan.chunks[3]
+    plan = row_slices.plan(_Wrapper(kernels.rows), (x, gamma, out), [golden], budget_bytes=1)
+    assert (plan.dim, plan.rows, len(plan.chunks), plan.verified(8)) == (1, 8, 8, [[0, 64]])
+    args, goldens = plan.chunks[plan.starts.index(24)]
     assert args[1] is gamma and args[0].shape == (1, 8, 32) and args[0].data_ptr() == x[:, 24:32].data_ptr()
     assert torch.equal(goldens[0], golden[:, 24:32])
     assert row_slices.plan(_Wrapper(kernels.rows), (x, gamma, out), [golden], budget_bytes=2**30) is None
@@ -154,17 +154,18 @@ def test_a_test_modules_launch_runs_on_every_row_slice_and_its_own_assert_judges
 
 
 def test_a_sample_is_the_first_and_last_slices_and_others_by_the_seed_and_names_its_rows(tmp_path):
-    assert row_slices.sample(8, None, 5) == list(range(8)) and row_slices.sample(3, 3, 5) == [0, 1, 2]
+    order = row_slices.sample(8, None, 5)
+    assert order[:2] == [0, 7] and sorted(order) == list(range(8)) and order == row_slices.sample(8, None, 5)
+    assert row_slices.sample(3, 3, 5) == [0, 2, 1] and row_slices.sample(8, 1, 5) == [0, 7]  # never fewer than 2
     picked = row_slices.sample(8, 3, 5)
-    assert picked[0] == 0 and picked[-1] == 7 and len(picked) == 3 and picked == row_slices.sample(8, 3, 5)
-    assert row_slices.sample(8, 2, 5) == [0, 7]
+    assert picked == order[:3]
     assert row_slices.spans([0, 3, 7], 8) == [[0, 8], [24, 32], [56, 64]]
     assert row_slices.spans([0, 1, 7], 8) == [[0, 16], [56, 64]]  # adjacent slices merge
     kernels = _kernels(tmp_path)
     x, gamma, out = torch.zeros(1, 64, 32), torch.ones(32), torch.zeros(1, 64, 32)
     plan = row_slices.plan(_Wrapper(kernels.rows), (x, gamma, out), [out.clone()], budget_bytes=1, count=3, seed=5)
     assert plan.slices == 8 and plan.starts == [k * 8 for k in picked] and len(plan.chunks) == 3
-    assert plan.verified() == _spans(picked, 8)
+    assert plan.verified(3) == _spans(picked, 8) and plan.verified(2) == [[0, 8], [56, 64]]
 
 
 def _spans(slices: list[int], rows: int) -> list[list[int]]:
@@ -172,8 +173,8 @@ def _spans(slices: list[int], rows: int) -> list[list[int]]:
 
 
 def test_the_harness_compares_the_claimed_rows_only_when_they_are_the_cases_sample(tmp_path):
-    """The job says which rows it verified; the leader compares those only when they are the slices
-    row_slices.sample draws with the request's count and seed, so a forged claim cannot pick the good rows."""
+    """The job says which rows it verified; the leader compares those only when they are the first two or more
+    slices of row_slices.sample's order for the request's count and seed, so a forged claim cannot pick the rows."""
     from runtime.evidence import dumps
     from runtime.fence.jobfiles import JobFiles
 
@@ -182,7 +183,8 @@ def test_the_harness_compares_the_claimed_rows_only_when_they_are_the_cases_samp
     out[:, 40:] += 1  # wrong in the last slice
     picked = row_slices.sample(6, 3, 11)
     other = next(k for k in range(1, 5) if k not in picked)
-    for verified, error in ((_spans(picked, 8), None), (_spans(picked[:2], 8), "not slices"),
+    for verified, error in ((_spans(picked, 8), None), (_spans(picked[:2], 8), None),
+                            (_spans([0, picked[2]], 8), "not slices"),
                             (_spans([0, other, 5], 8), "not the slices the case's sample launches"),
                             ("all", "not valid")):
         rows = {"dim": 1, "verified": verified, "of": 48}
@@ -195,7 +197,8 @@ def test_the_harness_compares_the_claimed_rows_only_when_they_are_the_cases_samp
             continue
         checked = dumps.recheck(files, (1e-3, 1e-3), True, [dumps.sha256(golden)], (3, 11))
         graph = checked["graph_metrics"]
-        assert graph["numel"] == 24 * 4 and graph["mismatch_count"] == 8 * 4  # the last slice's rows, and no others
+        assert graph["numel"] == sum(b - a for a, b in verified) * 4
+        assert graph["mismatch_count"] == 8 * 4  # the last slice's rows, and no others
         assert graph["rows"] == {"dim": 1, "verified": verified, "of": 48}
 
 
@@ -241,7 +244,7 @@ def _scale(tmp_path: Path, name: str, bad_slice: int) -> Path:
 @pytest.mark.slow  # real pypto compiles
 def test_a_bug_in_a_slice_not_launched_is_never_claimed_and_the_verified_rows_are_named(warm_sim, calculator_cache,
                                                                                        tmp_path):
-    """6 slices of 8 rows, 3 launched (the first, the last, one by the case's seed): a kernel wrong in a slice
+    """6 slices of 8 rows, at most 3 launched (the first, the last, one by the case's seed): a kernel wrong in a slice
     not launched gets graph pass on the named rows only, and the same kernel with every slice launched, or wrong
     in the seed's slice, gets graph fail."""
     from rich.console import Console
@@ -254,7 +257,7 @@ def test_a_bug_in_a_slice_not_launched_is_never_claimed_and_the_verified_rows_ar
     merged = _spans(picked, 8)
     spans = ", ".join(f"{a}-{b - 1}" for a, b in merged)
     runs = {}
-    for name, bad, count in (("hidden", hidden, 3), ("every", hidden, None), ("seen", picked[1], 3)):
+    for name, bad, count in (("hidden", hidden, 3), ("every", hidden, None), ("seen", picked[2], 3)):
         options = RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / name / "w", graph_slice_bytes=1,
                              graph_slice_count=count)
         runs[name] = run_submission(_scale(tmp_path, name, bad), options, warm=warm_sim)
@@ -273,3 +276,27 @@ def test_a_bug_in_a_slice_not_launched_is_never_claimed_and_the_verified_rows_ar
         other = runs[name].cases[0]
         assert other.verdict == "graph_fail" and other.graph_verify["status"] == "fail", (name, other.verdict_reason)
     assert runs["every"].cases[0].graph_verify["row_slices"][0]["verified"] == [[0, 48]]
+
+
+def test_past_its_time_share_a_package_launches_the_first_and_last_slices_and_a_script_all(tmp_path):
+    """GraphRun.slice_launch with the time share already spent (slice_until in the past): a package's launch
+    still gets its first and last slice, the coverage names their rows; a script's gets every slice."""
+    from runtime.evidence import graph_verify, instrument
+    from runtime.fence.events import Events
+
+    kernels = _kernels(tmp_path)
+    for script, until, launched in ((False, 0.0, [0, 56]), (False, float("inf"), None), (True, 0.0, None)):
+        rec = instrument.Recorder("sim", Events(None))
+        rec.graph_on, rec.goldens = script, []
+        x, gamma, out = torch.zeros(1, 64, 32), torch.ones(32), torch.zeros(1, 64, 32)
+        run = graph_verify.GraphRun(rec, None, (1e-3, 1e-3), False, slice_budget=1, slice_seed=5, slice_until=until)
+        starts: list[int] = []
+        run.slice_launch(_Wrapper(kernels.rows), (x, gamma, out), {},
+                         lambda _w, a, _g, _o: starts.append((a.data_ptr() - x.data_ptr()) // (32 * 4)))
+        if launched is None:
+            assert sorted(starts) == list(range(0, 64, 8)) and starts[:2] == [0, 56], (script, until)
+            assert row_slices.coverage(rec, out) is None  # every row verified: compared whole
+        else:
+            assert starts == launched
+            assert row_slices.coverage(rec, out) == {"dim": 1, "verified": [[0, 8], [56, 64]], "of": 64}
+            assert row_slices.coverage(rec, out[:, :8]) is None  # a slice of it is not the whole output

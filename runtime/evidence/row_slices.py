@@ -9,6 +9,9 @@ Independence is read from the kernel's source, conservatively: one `pypto.loop` 
 `<arg>.shape[d] // T`, every `pypto.view` and `pypto.assemble` inside it offset by `i * T` in dim `d` only
 (and by no loop index elsewhere), nothing else looping, branching or reading the sliced tensors whole.
 Anything else is not sliced.
+
+A package's sliced launch launches only some slices when time is short (`sample`, TIME_SHARE); its outputs are
+then compared on the rows launched only (`coverage`, `compare`), and the report names those rows.
 """
 from __future__ import annotations
 

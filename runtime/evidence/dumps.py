@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runtime.evidence import row_slices
+from runtime.evidence import slice_sample
 from runtime.fence.jobfiles import JobFiles
 
 MANIFEST = "manifest.json"
@@ -324,7 +324,7 @@ def _one_pass(files: JobFiles, gold: dict[str, Any], out: dict[str, Any], before
 def _rows(claim: Any, gold: dict[str, Any], out: dict[str, Any], sample: tuple[int | None, int]) -> dict[str, Any] | None:
     """The job's claim that graph verify launched only these row slices of the output (runtime.evidence.row_slices),
     checked, with the flat element ranges [start, stop) it means; None when there is no claim. Raises DumpError
-    for a claim other than the slices row_slices.sample draws with the request's count and seed (the first, the
+    for a claim other than the slices slice_sample.sample draws with the request's count and seed (the first, the
     last and the seed's), so a forged claim cannot choose the rows a kernel gets right."""
     if claim is None:
         return None
@@ -338,7 +338,7 @@ def _rows(claim: Any, gold: dict[str, Any], out: dict[str, Any], sample: tuple[i
             or not ranges or flat != sorted(flat) or flat[0] != 0 or flat[-1] != of
             or any(a >= b for a, b in ranges)):
         raise DumpError(f"the output dump's rows {str(claim)[:200]} are not slices of its shape {shape}")
-    if not row_slices.sampled(ranges, of, *sample):
+    if not slice_sample.sampled(ranges, of, *sample):
         raise DumpError(f"the output dump's rows {str(claim)[:200]} are not the slices the case's sample launches")
     inner = math.prod(shape[dim + 1:])
     return {"dim": dim, "verified": ranges, "of": of, "elements": [(a * inner, b * inner) for a, b in ranges]}

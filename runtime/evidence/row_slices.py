@@ -10,17 +10,18 @@ Independence is read from the kernel's source, conservatively: one `pypto.loop` 
 (and by no loop index elsewhere), nothing else looping, branching or reading the sliced tensors whole.
 Anything else is not sliced.
 
-A package's sliced launch launches only some slices when time is short (`sample`, TIME_SHARE); its outputs are
-then compared on the rows launched only (`coverage`, `compare`), and the report names those rows.
+A package's sliced launch launches only some slices when time is short (runtime.evidence.slice_sample); its outputs
+are then compared on the rows launched only (`coverage`, `compare`), and the report names those rows.
 """
 from __future__ import annotations
 
 import ast
 import inspect
-import random
 import textwrap
 from dataclasses import dataclass
 from typing import Any
+
+from runtime.evidence.slice_sample import TIME_SHARE, sample, spans
 
 # Measured (docs/pypto.md §10, bench/graph_verify_memory.py --plain): graph verify's memory over plain SIM's, per
 # loop iteration, is about 2.65 x the bytes of the launch's tensors (x, gamma and out of an fp16 rms_norm).
@@ -179,14 +180,6 @@ def rows_per_slice(rows: int, tile: int, launch_bytes: int, budget_bytes: int) -
     return max(fitting) if fitting else tile
 
 
-# A package's launch cut into row slices launches the first slice, the last (the tail), then others in an order drawn
-# with the case's seed, while the next one is predicted to end within this share of the case timeout (from the job's
-# start). Every slice is the same program on the same shapes (the loop makes rows independent), so the slices not
-# launched add no structure; their rows get no graph evidence, and the report names the rows that did
-# (docs/pypto.md §10). A script's or test module's asserts read every row: all its slices are launched.
-TIME_SHARE = 0.6
-
-
 @dataclass
 class Plan:
     dim: int
@@ -202,36 +195,6 @@ class Plan:
     def verified(self, launched: int) -> list[list[int]]:
         """The row ranges [start, stop) of the first `launched` slices, adjacent ones merged."""
         return spans([start // self.rows for start in self.starts[:launched]], self.rows)
-
-
-def spans(slices: list[int], rows: int) -> list[list[int]]:
-    """The row ranges [start, stop) of these slices of `rows` rows, adjacent ones merged."""
-    ranges: list[list[int]] = []
-    for k in sorted(slices):
-        if ranges and ranges[-1][1] == k * rows:
-            ranges[-1][1] += rows
-        else:
-            ranges.append([k * rows, k * rows + rows])
-    return ranges
-
-
-def sampled(ranges: list[list[int]], total: int, count: int | None, seed: int) -> bool:
-    """Whether `ranges` are the first two or more slices of `sample`'s order (as many as the time allowed), of
-    `total` rows cut into slices of some size."""
-    for rows in (r for r in range(1, total + 1) if total % r == 0):
-        order = sample(total // rows, count, seed)
-        if any(spans(order[:k], rows) == ranges for k in range(min(2, len(order)), len(order) + 1)):
-            return True
-    return False
-
-
-def sample(slices: int, count: int | None, seed: int) -> list[int]:
-    """The order slices are launched in: the first, the last, then the others as `seed` shuffles them; at most
-    `count` of them (None: all)."""
-    rest = list(range(1, slices - 1))
-    random.Random(seed).shuffle(rest)
-    order = [0, slices - 1, *rest] if slices > 1 else [0]
-    return order if count is None else order[:max(count, min(2, slices))]
 
 
 def plan(wrapper: Any, args: tuple[Any, ...], goldens: list[Any], budget_bytes: int,
@@ -277,9 +240,9 @@ def pick(t: Any, dim: int, ranges: list[list[int]]) -> Any:
 def coverage(rec: Any, out: Any) -> dict[str, Any] | None:
     """{"dim", "verified", "of"} when `out` is a tensor whose row slices were launched only in part
     (graph evidence for those rows alone), else None."""
-    from runtime.evidence import instrument
+    from runtime.evidence import rawbytes
 
-    rows = rec.row_coverage.get(instrument.storage_id(out))
+    rows = rec.row_coverage.get(rawbytes.storage_ptr(out))
     if rows is None or rows["verified"] == [[0, rows["of"]]]:
         return None
     return rows if out.dim() > rows["dim"] and out.shape[rows["dim"]] == rows["of"] else None
@@ -301,12 +264,12 @@ def before_whole(rec: Any, out: Any) -> Any:
     taken before the first launch that wrote it; None when they do not cover it."""
     import torch
 
-    from runtime.evidence import instrument
+    from runtime.evidence import rawbytes
 
     if not out.is_contiguous():
         return None
     whole, filled = out.detach().clone().reshape(-1), torch.zeros(out.numel(), dtype=torch.bool)
-    sid, size = instrument.storage_id(out), out.element_size()
+    sid, size = rawbytes.storage_ptr(out), out.element_size()
     for launch in rec.launches:
         for arg, storage in enumerate(launch.storages):
             part, view = launch.before[arg], launch.args[arg]

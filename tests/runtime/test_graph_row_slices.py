@@ -258,8 +258,9 @@ def test_a_bug_in_a_slice_not_launched_is_never_claimed_and_the_verified_rows_ar
     spans = ", ".join(f"{a}-{b - 1}" for a, b in merged)
     runs = {}
     for name, bad, count in (("hidden", hidden, 3), ("every", hidden, None), ("seen", picked[2], 3)):
+        # A long case timeout: the third slice is launched however slow the host (row_slices' time share).
         options = RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / name / "w", graph_slice_bytes=1,
-                             graph_slice_count=count)
+                             graph_slice_count=count, timeout_s=3600)
         runs[name] = run_submission(_scale(tmp_path, name, bad), options, warm=warm_sim)
     case = runs["hidden"].cases[0]
     assert case.verdict == "sim_garbage_graph_ok", case.verdict_reason

@@ -124,9 +124,9 @@ class GraphRun:
         self.assigned: list[dict[str, Any]] = []
         self.slice_budget = int(slice_budget or 0)  # predicted graph bytes above which a launch is sliced
         self.chunk_goldens: list[Any] | None = None  # the goldens of the row slice being launched
-        self.slice_count = slice_count  # at most this many slices of a sliced launch (row_slices.sample); None: all
+        self.slice_count = slice_count  # at most this many slices of a sliced launch (slice_sample.sample); None: all
         self.slice_seed = slice_seed  # the case's seed: the order of the middle slices
-        self.slice_until = slice_until  # time.monotonic() past which no further slice starts (row_slices.TIME_SHARE)
+        self.slice_until = slice_until  # time.monotonic() past which no further slice starts (slice_sample.TIME_SHARE)
 
     def before_launch(self, wrapper: Any, tensors: list[Any]) -> None:
         import pypto

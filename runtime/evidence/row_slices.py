@@ -21,7 +21,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from runtime.evidence.slice_sample import TIME_SHARE, sample, spans
+from runtime.evidence.slice_sample import sample, spans
 
 # Measured (docs/pypto.md §10, bench/graph_verify_memory.py --plain): graph verify's memory over plain SIM's, per
 # loop iteration, is about 2.65 x the bytes of the launch's tensors (x, gamma and out of an fp16 rms_norm).
@@ -281,6 +281,6 @@ def before_whole(rec: Any, out: Any) -> Any:
             todo = ~filled[start:start + part.numel()]
             whole[start:start + part.numel()][todo] = part.reshape(-1).to(whole.dtype)[todo]
             filled[start:start + part.numel()] = True
-    # Slices not launched (row_slices.sample) are compared nowhere: their rows may stay as they are now.
+    # Slices not launched (slice_sample.sample) are compared nowhere: their rows may stay as they are now.
     partly = coverage(rec, out) is not None
     return whole.reshape(out.shape) if bool(filled.all()) or partly and bool(filled.any()) else None

@@ -20,6 +20,7 @@ from typing import Any, Iterator, NoReturn
 import torch
 
 from runtime.evidence import costmodel, dumps, flow, graph_verify, instrument, metrics, row_slices
+from runtime.evidence.slice_sample import TIME_SHARE
 from runtime.fence import audit, integrity
 from runtime.job import kernelbench, plainrun, poison, provenance, pytest_run
 from runtime.devices import standin
@@ -306,7 +307,7 @@ def _install_graph_verify(req: dict[str, Any], rec: instrument.Recorder, case: d
     elif not cfg.get("enabled"):
         reason, run = graph_verify.DISABLED, None
     else:
-        until = req["started_s"] + row_slices.TIME_SHARE * float(req["limits"]["timeout_s"])  # docs/pypto.md §10
+        until = req["started_s"] + TIME_SHARE * float(req["limits"]["timeout_s"])  # docs/pypto.md §10
         run, reason = graph_verify.install(rec, {**cfg, "slice_seed": case.get("seed", 0), "slice_until": until},
                                            case.get("output_args"), tolerance)
         rec.watch_calculator_limits = run is not None  # graphs the calculator computes wrongly (docs/realops.md §9)

@@ -10,7 +10,7 @@ from types import ModuleType
 import pytest
 import torch
 
-from runtime.evidence import row_slices
+from runtime.evidence import row_slices, slice_sample
 
 ROWS = '''
 ROW_TILE = 8
@@ -154,10 +154,10 @@ def test_a_test_modules_launch_runs_on_every_row_slice_and_its_own_assert_judges
 
 
 def test_a_sample_is_the_first_and_last_slices_and_others_by_the_seed_and_names_its_rows(tmp_path):
-    order = row_slices.sample(8, None, 5)
-    assert order[:2] == [0, 7] and sorted(order) == list(range(8)) and order == row_slices.sample(8, None, 5)
-    assert row_slices.sample(3, 3, 5) == [0, 2, 1] and row_slices.sample(8, 1, 5) == [0, 7]  # never fewer than 2
-    picked = row_slices.sample(8, 3, 5)
+    order = slice_sample.sample(8, None, 5)
+    assert order[:2] == [0, 7] and sorted(order) == list(range(8)) and order == slice_sample.sample(8, None, 5)
+    assert slice_sample.sample(3, 3, 5) == [0, 2, 1] and slice_sample.sample(8, 1, 5) == [0, 7]  # never fewer than 2
+    picked = slice_sample.sample(8, 3, 5)
     assert picked == order[:3]
     assert row_slices.spans([0, 3, 7], 8) == [[0, 8], [24, 32], [56, 64]]
     assert row_slices.spans([0, 1, 7], 8) == [[0, 16], [56, 64]]  # adjacent slices merge
@@ -174,14 +174,14 @@ def _spans(slices: list[int], rows: int) -> list[list[int]]:
 
 def test_the_harness_compares_the_claimed_rows_only_when_they_are_the_cases_sample(tmp_path):
     """The job says which rows it verified; the leader compares those only when they are the first two or more
-    slices of row_slices.sample's order for the request's count and seed, so a forged claim cannot pick the rows."""
+    slices of slice_sample.sample's order for the request's count and seed, so a forged claim cannot pick the rows."""
     from runtime.evidence import dumps
     from runtime.fence.jobfiles import JobFiles
 
     golden = torch.arange(48 * 4.0).reshape(1, 48, 4)
     out = golden.clone()
     out[:, 40:] += 1  # wrong in the last slice
-    picked = row_slices.sample(6, 3, 11)
+    picked = slice_sample.sample(6, 3, 11)
     other = next(k for k in range(1, 5) if k not in picked)
     for verified, error in ((_spans(picked, 8), None), (_spans(picked[:2], 8), None),
                             (_spans([0, picked[2]], 8), "not slices"),
@@ -252,13 +252,13 @@ def test_a_bug_in_a_slice_not_launched_is_never_claimed_and_the_verified_rows_ar
     from runtime.cli.console import print_report
     from runtime.runner import RunOptions, run_submission
 
-    picked = row_slices.sample(6, 3, 11)
+    picked = slice_sample.sample(6, 3, 11)
     hidden = next(k for k in range(1, 5) if k not in picked)
     merged = _spans(picked, 8)
     spans = ", ".join(f"{a}-{b - 1}" for a, b in merged)
     runs = {}
     for name, bad, count in (("hidden", hidden, 3), ("every", hidden, None), ("seen", picked[2], 3)):
-        # A long case timeout: the third slice is launched however slow the host (row_slices' time share).
+        # A long case timeout: the third slice is launched however slow the host (slice_sample.TIME_SHARE).
         options = RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / name / "w", graph_slice_bytes=1,
                              graph_slice_count=count, timeout_s=3600)
         runs[name] = run_submission(_scale(tmp_path, name, bad), options, warm=warm_sim)

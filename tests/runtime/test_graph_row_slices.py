@@ -301,3 +301,23 @@ def test_past_its_time_share_a_package_launches_the_first_and_last_slices_and_a_
             assert starts == launched
             assert row_slices.coverage(rec, out) == {"dim": 1, "verified": [[0, 8], [56, 64]], "of": 64}
             assert row_slices.coverage(rec, out[:, :8]) is None  # a slice of it is not the whole output
+
+
+def test_rows_the_harness_compared_in_part_are_named_in_the_verdict_whatever_the_jobs_events_say():
+    """The verdict's reason names the rows from the harness's recompare (its metrics' `rows`), so a job that
+    launched some slices only and sent no event about it still has them named; a timeout claims none."""
+    from runtime.judge import labels
+    from runtime.report import CaseResult
+
+    rows = {"dim": 1, "verified": [[0, 512], [3584, 4096]], "of": 4096}
+    case = CaseResult(operator="rms", case="prefill", verdict="sim_garbage_graph_ok", verdict_reason="graph ok",
+                      graph_verify={"status": "pass", "metrics": {"numel": 3145728, "rows": rows}})
+    labels.add(case, [])
+    assert case.verdict_reason == ("graph ok; graph verify on row slices: graph evidence for rows 0-511, 3584-4095 "
+                                   "only (1024 of 4096; the other slices were not launched)")
+    stopped = CaseResult(operator="rms", case="prefill", verdict="timeout", verdict_reason="timeout after 300 s",
+                         graph_verify={"status": "unavailable", "metrics": None})
+    labels.add(stopped, [{"event": "graph_row_slices", "kernel": "rms_kernel", "dim": 1, "rows": 512, "slices": 8,
+                          "launched": 2, "verified": [[0, 512], [3584, 4096]], "of": 4096}])
+    assert stopped.graph_verify["row_slices"][0]["verified"] == [] and stopped.verdict_reason == "timeout after 300 s"
+    assert labels.row_slices_text(stopped.graph_verify["row_slices"][0]).endswith("no graph evidence (no graph verdict)")

@@ -1,12 +1,15 @@
 """Graph verify's peak memory against the case's tensor bytes, at model shapes (docs/pypto.md §10).
 
     python bench/graph_verify_memory.py [--rows 128 512 1024] [--hidden 3072] [--memory GIB] [--plain]
+                                        [--timeout S] [--slices N|all]
 
 Each shape is one case of our own fp16 rms_norm package (`[1, rows, hidden]`, a `[hidden]` gamma, the kernel
 walking 8 rows per loop iteration as the gym's norms do), run through the harness as `crosscheck run` runs it,
-one at a time, under the job memory limit `--memory` (default 10 GiB). Printed per shape: the bytes of x, the
+one at a time, under the job memory limit `--memory` (default 10 GiB) and the case timeout `--timeout` (default
+crosscheck's 300 s); a launch cut into row slices launches at most `--slices` of them (default: as many as
+the time allows, as crosscheck does). Printed per shape: the bytes of x, the
 peak real memory of the graph-verify job (the job cgroup's peak), with `--plain` also the same case without
-graph verify, and the verdict. The last line is a summary.
+graph verify, the verdict and the rows graph evidence covers. The last line is a summary.
 """
 from __future__ import annotations
 
@@ -21,7 +24,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from runtime.case_runner import DEFAULT_TIMEOUT_S  # noqa: E402
 from runtime.evidence.calculator import default_cache_dir  # noqa: E402
+from runtime.judge.labels import row_slices_text  # noqa: E402
 from runtime.runner import RunOptions, run_submission  # noqa: E402
 from runtime.warm import WarmParent  # noqa: E402
 
@@ -92,19 +97,20 @@ def package(root: Path, rows: int, hidden: int) -> Path:
     return pkg
 
 
-def run(warm: WarmParent, rows: int, hidden: int, memory_gib: float, graph: bool) -> dict[str, Any]:
+def run(warm: WarmParent, rows: int, hidden: int, args: argparse.Namespace, graph: bool) -> dict[str, Any]:
     rec = Recording(warm)
     with tempfile.TemporaryDirectory() as tmp:
         pkg = package(Path(tmp), rows, hidden)
         options = RunOptions(graph_verify=graph, cache_dir=default_cache_dir(), work_dir=Path(tmp) / "w",
-                             memory_bytes=int(memory_gib * 2**30), timeout_s=1800)
+                             memory_bytes=int(args.memory * 2**30), timeout_s=args.timeout,
+                             graph_slice_count=None if args.slices == "time" else int(args.slices))
         report = run_submission(pkg, options, warm=rec)  # type: ignore[arg-type]
     case = report.cases[0]
     first = rec.raw[0] if rec.raw else {}  # the graph-verify job (a plain SIM re-run may follow)
     limit = (first.get("resource_limit") or {}).get("limit")
     cuts = (case.graph_verify or {}).get("row_slices") or []
     return {"peak_gib": (first.get("peak_memory_bytes") or 0) / 2**30, "verdict": case.verdict,
-            "slices": f", {cuts[0]['slices']} row slices of {cuts[0]['rows']}" if cuts else "",
+            "slices": f", {row_slices_text(cuts[0])}" if cuts else "",
             "graph": (case.graph_verify or {}).get("status"), "stopped": limit or "", "jobs": len(rec.raw),
             "s": case.duration_s}
 
@@ -115,14 +121,17 @@ def main() -> None:
     ap.add_argument("--hidden", type=int, default=3072)
     ap.add_argument("--memory", type=float, default=10.0, help="the job memory limit, GiB")
     ap.add_argument("--plain", action="store_true", help="also run each case without graph verify")
+    ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="the case timeout, seconds")
+    ap.add_argument("--slices", default="time", help="at most this many row slices launched (default: as many as "
+                    "the time allows)")
     args = ap.parse_args()
     print(f"{'shape':<18}{'x MiB':>7}{'graph GiB':>10}{'x bytes':>9}{'plain GiB':>10}  verdict (graph verify)")
     ratios = []
     with WarmParent("sim") as warm:
         for rows in args.rows:
             x_bytes = rows * args.hidden * 2
-            got = run(warm, rows, args.hidden, args.memory, True)
-            plain = run(warm, rows, args.hidden, args.memory, False)["peak_gib"] if args.plain else None
+            got = run(warm, rows, args.hidden, args, True)
+            plain = run(warm, rows, args.hidden, args, False)["peak_gib"] if args.plain else None
             ratio = got["peak_gib"] * 2**30 / x_bytes
             ratios.append(ratio)
             stopped = f", stopped at its {got['stopped']} limit" if got["stopped"] else ""
@@ -130,7 +139,7 @@ def main() -> None:
                   f"{ratio:>8.0f}x{'' if plain is None else f'{plain:>10.2f}':>10}  {got['verdict']} "
                   f"({got['graph']}{got['slices']}{stopped}, {got['s']:.0f} s)", flush=True)
     print(f"summary: {len(ratios)} shapes, graph verify peak {min(ratios):.0f}x to {max(ratios):.0f}x the bytes of x "
-          f"(memory limit {args.memory:g} GiB)")
+          f"(memory limit {args.memory:g} GiB, case timeout {args.timeout:g} s, slices {args.slices})")
 
 
 if __name__ == "__main__":

@@ -61,6 +61,9 @@ class RunOptions:
     graph_verify: bool = True
     verify_passes: bool = False
     graph_slice_bytes: int | None = None  # graph bytes above which a launch runs on row slices; None: memory / 4
+    # ... of which at most this many are launched (the first, the last, others by the case's seed, while the time
+    # allows: runtime.evidence.slice_sample.TIME_SHARE); None: as many as the time allows
+    graph_slice_count: int | None = None
     isolate_network: bool = True
     drop_privileges: bool = True
     cache_dir: Path | None = None  # where the graph-verify calculator is cached
@@ -217,7 +220,8 @@ class CaseRunner:
         cut = self.options.graph_slice_bytes  # docs/pypto.md §10
         return {"enabled": enabled, "verify_passes": self.options.verify_passes,
                 "cache_dir": str(self.options.cache_dir) if self.options.cache_dir else None,
-                "slice_budget_bytes": self.options.memory_bytes // 4 if cut is None else cut}
+                "slice_budget_bytes": self.options.memory_bytes // 4 if cut is None else cut,
+                "slice_count": self.options.graph_slice_count}
 
     def _jobs(self, specs: list[Any], requests: list[dict[str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
         """The cases up to options.parallel at once, then those too large to share the host one at a time

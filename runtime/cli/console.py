@@ -20,6 +20,7 @@ from rich.text import Text
 from runtime import numbers, verdicts, vocabulary
 from runtime.evidence import calculator_limits, graph_verify, mismatch_map
 from runtime.judge import simgap
+from runtime.judge.labels import row_slices_text
 from runtime.report import CaseResult, Diagnosis, Report
 
 NOISE_PREFIX = vocabulary.NOISE_PREFIX
@@ -218,9 +219,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
         _print_indented(console, f"golden via CPU reference of {ops} ({_cases_text(cases, len(report.cases))})", 0)
     for case in report.cases:  # graph verify's memory at model shapes (docs/pypto.md §10)
         for cut in (case.graph_verify or {}).get("row_slices") or []:
-            _print_indented(console, f"{case.case}: graph verify on row slices: {cut.get('kernel')} launched "
-                                     f"{cut.get('slices')} times on {cut.get('rows')} rows of dim {cut.get('dim')}, "
-                                     "which its loop makes independent", 0)
+            _print_indented(console, f"{case.case}: graph verify on row slices: {row_slices_text(cut)}", 0)
     _print_mismatches(report, console)
     grouped, noise = _group_diagnoses(report)
     if grouped:

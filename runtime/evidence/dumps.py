@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runtime.evidence import slice_sample
 from runtime.fence.jobfiles import JobFiles
 
 MANIFEST = "manifest.json"
@@ -42,6 +43,7 @@ class OutputDump:
     last_post_sha256: str | None = None  # ... and after its last launch
     last_launch: int | None = None  # the index of that last launch (whose verify CSV is recomputed)
     last_arg: int | None = None  # ... and the output's argument in it (pypto's `output<arg>` row)
+    rows: dict[str, Any] | None = None  # graph verify launched some row slices only: compared on these rows
 
 
 def tensor_bytes(t: Any) -> memoryview | bytes:
@@ -75,7 +77,7 @@ def write(folder: Path, outputs: list[OutputDump]) -> None:
     for i, dump in enumerate(outputs[:MAX_OUTPUTS]):
         entry: dict[str, Any] = {"first_post_sha256": dump.first_post_sha256,
                                  "last_post_sha256": dump.last_post_sha256, "last_launch": dump.last_launch,
-                                 "last_arg": dump.last_arg}
+                                 "last_arg": dump.last_arg, "rows": dump.rows}
         for key in ("golden", "output", "before", "arg_now"):
             t = getattr(dump, key)
             if t is None:
@@ -221,7 +223,8 @@ def _unmatched(files: JobFiles, out: dict[str, Any], gold: dict[str, Any], diges
 
 
 def recheck(files: JobFiles, tolerance: tuple[float, float], graph_active: bool,
-            golden_sha256: list[str] | None, map_output: bool = False) -> dict[str, Any]:
+            golden_sha256: list[str] | None, map_output: bool = False,
+            sample: tuple[int | None, int] = (None, 0)) -> dict[str, Any]:
     """The harness's own compare of the dumped bytes.
 
     Returns {"metrics", "graph_metrics", "outputs": [{"launch_wrote", "changed_after_launch"}]}, where
@@ -230,6 +233,7 @@ def recheck(files: JobFiles, tolerance: tuple[float, float], graph_active: bool,
     hashes the job sent right after its golden stage; the dumped goldens must still match them.
     The outputs as returned get a mismatch map (runtime.evidence.mismatch_map) when the graph wrote them or when
     `map_output` (an NPU's result); SIM's own leftover bytes never do: they are no evidence.
+    `sample`: the request's (slices launched, case seed), which a claim of rows verified must follow (_rows).
     Raises DumpError.
     """
     from runtime.evidence import metrics
@@ -260,9 +264,10 @@ def recheck(files: JobFiles, tolerance: tuple[float, float], graph_active: bool,
         others = [_check_meta(other.get("golden"), files) for other in entries
                   if graph_wrote and isinstance(other, dict) and isinstance(other.get("golden"), dict)
                   and other["golden"].get("shape") == out["shape"]][:MAX_OUTPUTS]
+        rows = _rows(entry.get("rows"), gold, out, sample)
         checked = _one_pass(files, gold, out, before if graph_wrote else None, others, rtol, atol,
                             hashed=[m for m in (gold, arg_now or out, before) if m is not None],
-                            mapped=graph_wrote or map_output)
+                            mapped=graph_wrote or map_output, rows=rows)
         if checked["sha256"][gold["file"]] != golden_sha256[index]:
             raise DumpError(f"golden {index} changed after the golden stage")
         now_sha = checked["sha256"][(arg_now or out)["file"]]
@@ -286,10 +291,11 @@ def recheck(files: JobFiles, tolerance: tuple[float, float], graph_active: bool,
 
 def _one_pass(files: JobFiles, gold: dict[str, Any], out: dict[str, Any], before: dict[str, Any] | None,
               others: list[dict[str, Any]], rtol: float, atol: float, hashed: list[dict[str, Any]],
-              mapped: bool = False) -> dict[str, Any]:
+              mapped: bool = False, rows: dict[str, Any] | None = None) -> dict[str, Any]:
     """One output's checks with each dump read once: the hashes of `hashed`, out and (when given) before
     against the golden, and pypto's verify numbers for out against each of `others` (same shape as out);
-    `mapped`: out's mismatch map too.
+    `mapped`: out's mismatch map too. With `rows` (see _rows), out and before are compared with the golden on
+    those rows only (the map then shows those rows' mismatches).
 
     Each chunk serves every check that needs it; a pair whose shapes differ is compared by compare_files."""
     from runtime.evidence import metrics, mismatch_map, verify_recheck
@@ -300,11 +306,16 @@ def _one_pass(files: JobFiles, gold: dict[str, Any], out: dict[str, Any], before
     parts: dict[str, list[dict[str, Any]]] = {k: [] for k, m in pairs.items() if m["shape"] == gold["shape"]}
     recomputes = [verify_recheck.Recompute(out["shape"]) for _ in others]
     where = mismatch_map.Accumulator(out["shape"]) if mapped and "returned" in parts else None
+    at = 0  # the element the chunks start at
     for step in in_step(files, list(reading.values()), digests):
         g, o = step.get(gold["file"]), step.get(out["file"])  # None past their end (a longer arg_now goes on)
         for key in parts if g is not None else ():
-            parts[key].append(metrics.compare(step[pairs[key]["file"]], g, rtol, atol,
-                                              where if key == "returned" else None))
+            mapping = where if key == "returned" else None
+            for lo, hi in _within(rows, at, g.numel()):
+                if mapping is not None:
+                    mapping.offset = at + lo  # rows not verified are skipped, not counted
+                parts[key].append(metrics.compare(step[pairs[key]["file"]][lo:hi], g[lo:hi], rtol, atol, mapping))
+        at += g.numel() if g is not None else 0
         for rec, other in zip(recomputes, others) if o is not None else ():
             # The output bit-identical to this very golden: every finite diff is 0 and only infinities count.
             same = other["file"] == gold["file"] and "returned" in parts and parts["returned"][-1]["bit_identical"]
@@ -314,10 +325,42 @@ def _one_pass(files: JobFiles, gold: dict[str, Any], out: dict[str, Any], before
     for key, meta in pairs.items():
         found[key] = (merged(_base(meta, gold, rtol, atol), parts[key]) if key in parts
                       else compare_files(files, meta, gold, rtol, atol))
+        if rows is not None and key in parts:
+            found[key]["rows"] = {k: rows[k] for k in ("dim", "verified", "of")}
     summary = where.summary() if where is not None else None
     if summary is not None:
         found["returned"][mismatch_map.KEY] = summary
     return found
+
+
+def _rows(claim: Any, gold: dict[str, Any], out: dict[str, Any], sample: tuple[int | None, int]) -> dict[str, Any] | None:
+    """The job's claim that graph verify launched only these row slices of the output (runtime.evidence.row_slices),
+    checked, with the flat element ranges [start, stop) it means; None when there is no claim. Raises DumpError
+    for a claim other than the slices slice_sample.sample draws with the request's count and seed (the first, the
+    last and the seed's), so a forged claim cannot choose the rows a kernel gets right."""
+    if claim is None:
+        return None
+    shape = gold["shape"]
+    try:
+        dim, ranges, of = int(claim["dim"]), [[int(a), int(b)] for a, b in claim["verified"]], int(claim["of"])
+    except (TypeError, KeyError, ValueError):
+        raise DumpError("the output dump's rows are not valid") from None
+    flat = [a for r in ranges for a in r]
+    if (out["shape"] != shape or not 0 <= dim < len(shape) or shape[dim] != of or any(d != 1 for d in shape[:dim])
+            or not ranges or flat != sorted(flat) or flat[0] != 0 or flat[-1] != of
+            or any(a >= b for a, b in ranges)):
+        raise DumpError(f"the output dump's rows {str(claim)[:200]} are not slices of its shape {shape}")
+    if not slice_sample.sampled(ranges, of, *sample):
+        raise DumpError(f"the output dump's rows {str(claim)[:200]} are not the slices the case's sample launches")
+    inner = math.prod(shape[dim + 1:])
+    return {"dim": dim, "verified": ranges, "of": of, "elements": [(a * inner, b * inner) for a, b in ranges]}
+
+
+def _within(rows: dict[str, Any] | None, at: int, count: int) -> list[tuple[int, int]]:
+    """The parts [lo, hi) of a chunk of `count` elements starting at element `at` that lie in the rows."""
+    if rows is None:
+        return [(0, count)]
+    return [(max(a, at) - at, min(b, at + count) - at) for a, b in rows["elements"] if a < at + count and b > at]
 
 
 def disagreement(job: dict[str, Any] | None, harness: dict[str, Any] | None) -> str | None:

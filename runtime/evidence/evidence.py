@@ -265,8 +265,11 @@ def _recheck(request: dict[str, Any], events: list[dict[str, Any]], results: Job
     try:
         if len(goldens) != 1:
             raise dumps.DumpError(f"the job reported its goldens {len(goldens)} times, not once")
+        cfg, case = request.get("graph_verify") or {}, request.get("case") or {}
+        # the rows a sliced launch verifies, drawn as the job's graph_verify.install draws them
+        sample = (cfg.get("slice_count"), int(case.get("seed") or 0))
         checked = dumps.recheck(results, tolerance, graph_active, goldens[0].get("sha256"),
-                                map_output=request.get("mode") == "npu")
+                                map_output=request.get("mode") == "npu", sample=sample)
     except (dumps.DumpError, OSError) as exc:
         checked = {"error": str(exc)[:500]}
     results_refused = results.refused

@@ -11,10 +11,12 @@ import csv
 import ctypes
 import io
 import re
+import time
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from runtime.evidence import row_slices
 from runtime.fence.jobfiles import JobFiles
 
 # The pyptos whose private staging method our CPU fix replaces (docs/versions.md §2); others run without it.
@@ -26,6 +28,7 @@ CSV_NAME = "verify_result_brief.csv"
 PASS_VERIFY_S_PER_TASK15 = 0.0083
 PASS_VERIFY_BUDGET_S = 120.0
 MAX_CSV_BYTES = 16 * 1024 * 1024
+_CLOCK = time.monotonic  # captured: when to stop launching row slices is not the submission's to change
 
 
 def estimate_pass_verify_s(graph_call_s: float, tasks: int) -> float:
@@ -110,7 +113,8 @@ class GraphRun:
     """Per-job state: which arguments get goldens, and the goldens kept alive for pypto."""
 
     def __init__(self, rec: Any, output_args: list[int | str] | None, tolerance: tuple[float, float],
-                 verify_passes: bool, slice_budget: int | None = None):
+                 verify_passes: bool, slice_budget: int | None = None, slice_count: int | None = None,
+                 slice_seed: int = 0, slice_until: float = float("inf")):
         self.rec = rec
         self.output_args = output_args
         self.tolerance = tolerance
@@ -120,6 +124,9 @@ class GraphRun:
         self.assigned: list[dict[str, Any]] = []
         self.slice_budget = int(slice_budget or 0)  # predicted graph bytes above which a launch is sliced
         self.chunk_goldens: list[Any] | None = None  # the goldens of the row slice being launched
+        self.slice_count = slice_count  # at most this many slices of a sliced launch (slice_sample.sample); None: all
+        self.slice_seed = slice_seed  # the case's seed: the order of the middle slices
+        self.slice_until = slice_until  # time.monotonic() past which no further slice starts (slice_sample.TIME_SHARE)
 
     def before_launch(self, wrapper: Any, tensors: list[Any]) -> None:
         import pypto
@@ -162,23 +169,36 @@ class GraphRun:
     def slice_launch(self, wrapper: Any, args: tuple[Any, ...], kwargs: dict[str, Any], launch: Any) -> Any:
         """A launch whose tensor graph the calculator could not hold, run as launches on row slices the
         kernel's loop makes independent (runtime.evidence.row_slices); NOT_SLICED for any other."""
-        from runtime.evidence import instrument, row_slices
+        import torch
 
-        # Packages only: a script's asserts are matched to one launch's output by value (instrument._output_holding),
-        # which a sliced output is not; a script's launch keeps the memory rule (docs/pypto.md §10).
-        sliceable = self.chunk_goldens is None and not self.rec.graph_on
-        plan = row_slices.plan(wrapper, args, list(self.rec.goldens or []), self.slice_budget) if sliceable else None
+        from runtime.evidence import instrument
+
+        # A script's or test module's own asserts read every row of the output (instrument._output_holding matches
+        # them to the whole sliced tensor): all its slices are launched (docs/pypto.md §10).
+        script = self.rec.graph_on
+        count = None if script else self.slice_count
+        plan = row_slices.plan(wrapper, args, list(self.rec.goldens or []), self.slice_budget, count,
+                               self.slice_seed) if self.chunk_goldens is None else None
         if plan is None:
             return instrument.NOT_SLICED
-        self.rec.events.emit("graph_row_slices", kernel=getattr(wrapper, "__name__", "kernel"), dim=plan.dim,
-                             rows=plan.rows, slices=len(plan.chunks))
-        result = None
+        result, launched, longest = None, 0, 0.0
         for chunk_args, chunk_goldens in plan.chunks:
-            self.chunk_goldens = chunk_goldens
+            if launched >= 2 and not script and _CLOCK() + longest > self.slice_until:
+                break  # the next slice would end past the time share: its rows get no graph evidence
+            self.chunk_goldens, started = chunk_goldens, _CLOCK()
             try:
                 result = launch(wrapper, *chunk_args, **kwargs)
             finally:
                 self.chunk_goldens = None
+            launched, longest = launched + 1, max(longest, _CLOCK() - started)
+        rows = {"dim": plan.dim, "verified": plan.verified(launched), "of": plan.total}
+        for arg in args:  # the whole tensors cut into slices: the outputs compared on the verified rows only
+            if isinstance(arg, torch.Tensor) and arg.dim() > plan.dim and arg.shape[plan.dim] == plan.total:
+                self.rec.row_coverage[instrument.storage_id(arg)] = rows
+                self.rec.sliced_wholes.append(arg)
+        self.rec.events.emit("graph_row_slices", kernel=getattr(wrapper, "__name__", "kernel"), dim=plan.dim,
+                             rows=plan.rows, slices=plan.slices, launched=launched, verified=rows["verified"],
+                             of=plan.total)
         return result
 
 
@@ -204,7 +224,10 @@ def install(rec: Any, cfg: dict[str, Any], output_args: list[int | str] | None,
         JitCallableWrapper._setup_verify_data = staticmethod(_setup_verify_data_cpu)
     if rec.launch_seal is not None:
         rec.launch_seal.allow(JitCallableWrapper, "_setup_verify_data")
-    run = GraphRun(rec, output_args, tolerance, bool(cfg.get("verify_passes")), cfg.get("slice_budget_bytes"))
+    count = cfg.get("slice_count")
+    run = GraphRun(rec, output_args, tolerance, bool(cfg.get("verify_passes")), cfg.get("slice_budget_bytes"),
+                   None if count is None else int(count), int(cfg.get("slice_seed") or 0),
+                   float(cfg.get("slice_until") or float("inf")))
     rec.before_launch.append(run.before_launch)
     rec.slice_launch = run.slice_launch
     return run, None

@@ -52,6 +52,9 @@ class Recorder:
         self.graph_on = False  # scripts under graph verify: asserts judge the graph's result
         # under graph verify: launches the calculator could not hold, run on row slices (runtime.evidence.row_slices)
         self.slice_launch: Callable[..., Any] | None = None
+        # ... and the rows of each sliced tensor the slices launched covered, by storage: {"dim", "verified", "of"}
+        self.row_coverage: dict[int, dict[str, Any]] = {}
+        self.sliced_wholes: list[torch.Tensor] = []  # ... and those tensors whole, for a script's asserts
         self.watch_calculator_limits = False  # under graph verify: note what it gets wrong (dtype_views, loop_carried)
         self.launch_seal: launch_seal.Seal | None = None  # pypto's launch code as it was (runtime.evidence.launch_seal)
 
@@ -349,4 +352,31 @@ def _output_holding(rec: Recorder, actual: Any, desired: Any, rtol: float, atol:
                 return {"on_graph_result": True, "launch": index, "arg": arg, "kernel": launch.kernel,
                         "dtype": str(tensor.dtype).replace("torch.", ""), "sim_garbage": sim}
             return {"on_graph_result": False}
-    return unwritten
+    return _sliced_holding(rec, got, desired, rtol, atol) or unwritten
+
+
+def _sliced_holding(rec: Recorder, got: Any, desired: Any, rtol: float, atol: float) -> dict[str, Any] | None:
+    """`_output_holding` for a tensor launched on row slices (runtime.evidence.row_slices): every slice's launch
+    wrote its rows (a script's launch has all its slices launched), the whole holds `got`."""
+    import numpy as np
+
+    from runtime.evidence import row_slices
+
+    for whole in rec.sliced_wholes:
+        if whole.numel() != got.size:
+            continue
+        if not np.array_equal(whole.detach().cpu().to(torch.float64).reshape(got.shape).numpy(), got, equal_nan=True):
+            continue
+        sid = storage_id(whole)
+        parts = [(i, arg) for i, launch in enumerate(rec.launches) for arg, s in enumerate(launch.storages) if s == sid]
+        before = row_slices.before_whole(rec, whole) if parts else None
+        if before is None or not all(rec.launches[i].written[arg] for i, arg in parts) or not rec.graph_on:
+            continue
+        try:
+            sim = metrics.compare(before.to(torch.float64).reshape(got.shape).numpy(), desired, rtol, atol)
+        except Exception as exc:  # noqa: BLE001 - evidence only
+            sim = {"error": f"{type(exc).__name__}: {exc}"}
+        index, arg = parts[-1]
+        return {"on_graph_result": True, "launch": index, "arg": arg, "kernel": rec.launches[index].kernel,
+                "dtype": str(whole.dtype).replace("torch.", ""), "sim_garbage": sim, "row_slices": len(parts)}
+    return None

@@ -9,6 +9,9 @@ Independence is read from the kernel's source, conservatively: one `pypto.loop` 
 `<arg>.shape[d] // T`, every `pypto.view` and `pypto.assemble` inside it offset by `i * T` in dim `d` only
 (and by no loop index elsewhere), nothing else looping, branching or reading the sliced tensors whole.
 Anything else is not sliced.
+
+A package's sliced launch launches only some slices when time is short (runtime.evidence.slice_sample); its outputs
+are then compared on the rows launched only (`coverage`, `compare`), and the report names those rows.
 """
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ import inspect
 import textwrap
 from dataclasses import dataclass
 from typing import Any
+
+from runtime.evidence.slice_sample import sample, spans
 
 # Measured (docs/pypto.md §10, bench/graph_verify_memory.py --plain): graph verify's memory over plain SIM's, per
 # loop iteration, is about 2.65 x the bytes of the launch's tensors (x, gamma and out of an fp16 rms_norm).
@@ -178,13 +183,24 @@ def rows_per_slice(rows: int, tile: int, launch_bytes: int, budget_bytes: int) -
 @dataclass
 class Plan:
     dim: int
-    rows: int
+    rows: int  # per slice
+    total: int  # the launch's rows in dim `dim`
+    starts: list[int]  # the first row of each slice, in the order they are launched
     chunks: list[tuple[list[Any], list[Any]]]  # per slice: the launch's arguments and the goldens
 
+    @property
+    def slices(self) -> int:
+        return self.total // self.rows
 
-def plan(wrapper: Any, args: tuple[Any, ...], goldens: list[Any], budget_bytes: int) -> Plan | None:
+    def verified(self, launched: int) -> list[list[int]]:
+        """The row ranges [start, stop) of the first `launched` slices, adjacent ones merged."""
+        return spans([start // self.rows for start in self.starts[:launched]], self.rows)
+
+
+def plan(wrapper: Any, args: tuple[Any, ...], goldens: list[Any], budget_bytes: int,
+         count: int | None = None, seed: int = 0) -> Plan | None:
     """Row slices for this launch when its predicted graph memory exceeds the budget and the kernel's loop
-    makes its rows independent; None to launch it whole."""
+    makes its rows independent, in `sample`'s order (at most `count`); None to launch it whole."""
     import torch
 
     loop = row_loop(getattr(wrapper, "_original_func", None)) if budget_bytes > 0 else None
@@ -208,6 +224,63 @@ def plan(wrapper: Any, args: tuple[Any, ...], goldens: list[Any], budget_bytes: 
     def part(t: Any, start: int) -> Any:
         return t.narrow(loop.dim, start, rows) if tuple(t.shape[: loop.dim + 1]) == lead else t
 
+    starts = [k * rows for k in sample(lead[-1] // rows, count, seed)]
     chunks = [([part(a, start) if n in loop.sliced else a for n, a in zip(names, args)] + list(args[len(names):]),
-               [part(g, start) for g in goldens]) for start in range(0, lead[-1], rows)]
-    return Plan(loop.dim, rows, chunks)
+               [part(g, start) for g in goldens]) for start in starts]
+    return Plan(loop.dim, rows, lead[-1], starts, chunks)
+
+
+def pick(t: Any, dim: int, ranges: list[list[int]]) -> Any:
+    """The rows `ranges` of `t` in dim `dim`, in order (what a partly verified output is compared on)."""
+    import torch
+
+    return torch.cat([t.narrow(dim, start, stop - start) for start, stop in ranges], dim)
+
+
+def coverage(rec: Any, out: Any) -> dict[str, Any] | None:
+    """{"dim", "verified", "of"} when `out` is a tensor whose row slices were launched only in part
+    (graph evidence for those rows alone), else None."""
+    from runtime.evidence import rawbytes
+
+    rows = rec.row_coverage.get(rawbytes.storage_ptr(out))
+    if rows is None or rows["verified"] == [[0, rows["of"]]]:
+        return None
+    return rows if out.dim() > rows["dim"] and out.shape[rows["dim"]] == rows["of"] else None
+
+
+def compare(out: Any, golden: Any, rtol: float, atol: float, rows: dict[str, Any] | None) -> dict[str, Any]:
+    """metrics.compare, on the verified rows only when `rows` (a coverage) says some were not launched."""
+    from runtime.evidence import metrics
+
+    if rows is None or out.shape != golden.shape:
+        return metrics.compare(out, golden, rtol, atol)
+    found = metrics.compare(pick(out, rows["dim"], rows["verified"]), pick(golden, rows["dim"], rows["verified"]),
+                            rtol, atol)
+    return {**found, "rows": rows}
+
+
+def before_whole(rec: Any, out: Any) -> Any:
+    """Launches on row slices of `out`: what `out` held before them, put together from each slice's copy
+    taken before the first launch that wrote it; None when they do not cover it."""
+    import torch
+
+    from runtime.evidence import rawbytes
+
+    if not out.is_contiguous():
+        return None
+    whole, filled = out.detach().clone().reshape(-1), torch.zeros(out.numel(), dtype=torch.bool)
+    sid, size = rawbytes.storage_ptr(out), out.element_size()
+    for launch in rec.launches:
+        for arg, storage in enumerate(launch.storages):
+            part, view = launch.before[arg], launch.args[arg]
+            if storage != sid or part is None or view.dtype != out.dtype or not view.is_contiguous():
+                continue
+            start = (view.data_ptr() - out.data_ptr()) // size
+            if not 0 <= start <= out.numel() - part.numel():
+                continue
+            todo = ~filled[start:start + part.numel()]
+            whole[start:start + part.numel()][todo] = part.reshape(-1).to(whole.dtype)[todo]
+            filled[start:start + part.numel()] = True
+    # Slices not launched (slice_sample.sample) are compared nowhere: their rows may stay as they are now.
+    partly = coverage(rec, out) is not None
+    return whole.reshape(out.shape) if bool(filled.all()) or partly and bool(filled.any()) else None

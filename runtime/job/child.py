@@ -19,7 +19,8 @@ from typing import Any, Iterator, NoReturn
 
 import torch
 
-from runtime.evidence import costmodel, dumps, flow, graph_verify, instrument, metrics, run_options
+from runtime.evidence import costmodel, dumps, flow, graph_verify, instrument, metrics, row_slices, run_options
+from runtime.evidence.slice_sample import TIME_SHARE
 from runtime.fence import audit, integrity
 from runtime.job import kernelbench, plainrun, poison, provenance, pytest_run
 from runtime.devices import standin
@@ -51,7 +52,7 @@ class GoldenError(Exception):
 
 def main(req: dict[str, Any], events_fd: int) -> NoReturn:
     events = Events(events_fd)
-    code = 0
+    req["started_s"], code = time.monotonic(), 0
     try:
         _prepare_process(req)
         if req["mode"] == "sim":
@@ -247,12 +248,14 @@ def _run_package_case(req: dict[str, Any], rec: instrument.Recorder) -> None:
                for out, p in zip(outputs, origins)]
         # The job's own compare is its claim; its leader recompares the dumped bytes outside this
         # process (runtime.evidence.dumps) and decides with that, checking the claim against it.
-        per_output = [metrics.compare(r, g, *tolerance) for r, g in zip(raw, goldens)]
+        # An output whose row slices graph verify launched only in part is compared on those rows (docs/pypto.md §10).
+        rows = [row_slices.coverage(rec, out) for out in outputs]
+        per_output = [row_slices.compare(r, g, *tolerance, c) for r, g, c in zip(raw, goldens, rows)]
         result_event: dict[str, Any] = {"metrics": metrics.combine(per_output), "provenance": origins,
                                         "outputs": [{"name": n, "metrics": m} for n, m in zip(names, per_output)]}
         if graph is not None:
-            result_event["graph_verify"] = _graph_evidence(rec, graph, outputs, goldens, origins, tolerance)
-        provenance.dump(req, rec, outputs, goldens, origins)
+            result_event["graph_verify"] = _graph_evidence(rec, graph, outputs, goldens, origins, tolerance, rows)
+        provenance.dump(req, rec, outputs, goldens, origins, rows)
         rec.events.emit("result", **result_event)
     if graph is not None and graph.verify_passes:
         _verify_passes(req, rec, wrapper, inputs, params, graph)
@@ -305,7 +308,9 @@ def _install_graph_verify(req: dict[str, Any], rec: instrument.Recorder, case: d
     elif not cfg.get("enabled"):
         reason, run = graph_verify.DISABLED, None
     else:
-        run, reason = graph_verify.install(rec, cfg, case.get("output_args"), tolerance)
+        until = req["started_s"] + TIME_SHARE * float(req["limits"]["timeout_s"])  # docs/pypto.md §10
+        run, reason = graph_verify.install(rec, {**cfg, "slice_seed": case.get("seed", 0), "slice_until": until},
+                                           case.get("output_args"), tolerance)
         rec.watch_calculator_limits = run is not None  # graphs the calculator computes wrongly (docs/realops.md §9)
         rule = "" if run is not None else graph_verify.unavailable_rule(reason)
     rec.events.emit("graph_verify_setup", available=run is not None, reason=reason or "", **({"rule": rule} if rule else {}))
@@ -314,8 +319,8 @@ def _install_graph_verify(req: dict[str, Any], rec: instrument.Recorder, case: d
 
 def _graph_evidence(rec: instrument.Recorder, graph: graph_verify.GraphRun, outputs: list[torch.Tensor],
                     goldens: list[torch.Tensor], provenance: list[dict[str, Any]],
-                    tolerance: tuple[float, float]) -> dict[str, Any]:
-    per_output = [metrics.compare(o, g, *tolerance) for o, g in zip(outputs, goldens)]
+                    tolerance: tuple[float, float], covered: list[dict[str, Any] | None]) -> dict[str, Any]:
+    per_output = [row_slices.compare(o, g, *tolerance, c) for o, g, c in zip(outputs, goldens, covered)]
     rows = graph_verify.read_pypto_results([launch.output_dir for launch in rec.launches])
     return {
         "metrics": metrics.combine(per_output),

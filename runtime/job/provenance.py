@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from runtime.evidence import dumps, flow, instrument
+from runtime.evidence import dumps, flow, instrument, row_slices
 
 
 def before_launch(rec: instrument.Recorder, prov: dict[str, Any], out: torch.Tensor) -> torch.Tensor:
@@ -18,30 +18,9 @@ def before_launch(rec: instrument.Recorder, prov: dict[str, Any], out: torch.Ten
 def _before(rec: instrument.Recorder, prov: dict[str, Any], out: torch.Tensor) -> torch.Tensor | None:
     before = rec.launches[prov["launch"]].before[prov["arg"]]
     if before is not None and before.numel() < out.numel():
-        whole = _before_slices(rec, out)
+        whole = row_slices.before_whole(rec, out)
         return before if whole is None else whole
     return before
-
-
-def _before_slices(rec: instrument.Recorder, out: torch.Tensor) -> torch.Tensor | None:
-    """Launches on row slices of `out` (runtime.evidence.row_slices): what `out` held before them, put
-    together from each slice's copy taken before the first launch that wrote it."""
-    if not out.is_contiguous():
-        return None
-    whole, filled = out.detach().clone().reshape(-1), torch.zeros(out.numel(), dtype=torch.bool)
-    sid, size = instrument.storage_id(out), out.element_size()
-    for launch in rec.launches:
-        for arg, storage in enumerate(launch.storages):
-            part, view = launch.before[arg], launch.args[arg]
-            if storage != sid or part is None or view.dtype != out.dtype or not view.is_contiguous():
-                continue
-            start = (view.data_ptr() - out.data_ptr()) // size
-            if not 0 <= start <= out.numel() - part.numel():
-                continue
-            todo = ~filled[start:start + part.numel()]
-            whole[start:start + part.numel()][todo] = part.reshape(-1).to(whole.dtype)[todo]
-            filled[start:start + part.numel()] = True
-    return whole.reshape(out.shape) if bool(filled.all()) else None
 
 
 def provenance(rec: instrument.Recorder, out: torch.Tensor, kernel_flow: flow.KernelFlow) -> dict[str, Any]:
@@ -87,11 +66,12 @@ def copied_from(rec: instrument.Recorder, out: torch.Tensor) -> list[tuple[int, 
 
 
 def dump(req: dict[str, Any], rec: instrument.Recorder, outputs: list[torch.Tensor], goldens: list[torch.Tensor],
-          provenance: list[dict[str, Any]]) -> None:
-    """Write the bytes the harness recompares outside this process (runtime.evidence.dumps)."""
+         provenance: list[dict[str, Any]], rows: list[dict[str, Any] | None]) -> None:
+    """Write the bytes the harness recompares outside this process (runtime.evidence.dumps); `rows`: each
+    output's verified rows when graph verify launched only some of its row slices (row_slices.coverage)."""
     entries = []
-    for out, golden, prov in zip(outputs, goldens, provenance):
-        entry = dumps.OutputDump(golden=golden, output=out)
+    for out, golden, prov, covered in zip(outputs, goldens, provenance, rows):
+        entry = dumps.OutputDump(golden=golden, output=out, rows=covered)
         if prov["launch"] is not None:
             first, last = rec.launches[prov["launch"]], rec.launches[prov["last_launch"]]
             arg = last.args[prov["last_arg"]]

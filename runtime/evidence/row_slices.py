@@ -18,6 +18,8 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
+from runtime.intake import python_ast
+
 # Measured (docs/pypto.md §10, bench/graph_verify_memory.py --plain): graph verify's memory over plain SIM's, per
 # loop iteration, is about 2.65 x the bytes of the launch's tensors (x, gamma and out of an fp16 rms_norm).
 GRAPH_BYTES_FACTOR = 2.65
@@ -85,7 +87,7 @@ def _setup(stmt: ast.stmt) -> bool:
 
 def _loop(fn: Any) -> tuple[ast.For, list[ast.stmt], list[str], dict[str, Any]] | None:
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        tree = python_ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
         return None
     func = tree.body[0] if tree.body and isinstance(tree.body[0], ast.FunctionDef) else None

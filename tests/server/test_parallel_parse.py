@@ -22,7 +22,7 @@ from tests.server.conftest import EXAMPLES, REPO, make_tokens
 URL = "/api/v1/submissions"
 OPERATORS = ("scale_add", "softmax", "rmsnorm", "attention", "matmul", "gelu", "tiling_bug", "wrong_maths")
 THREADS = 8
-READS = 40  # per thread; unguarded, a parse failed within the first 30 in each of 12 tries here
+READS = 40  # per thread; unguarded, some thread's parse failed within its first 30 in each of 12 tries here
 
 
 class Finalizer:

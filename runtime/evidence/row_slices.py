@@ -21,6 +21,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
+from runtime.intake import python_ast
 from runtime.evidence.slice_sample import sample, spans
 
 # Measured (docs/pypto.md §10, bench/graph_verify_memory.py --plain): graph verify's memory over plain SIM's, per
@@ -90,7 +91,7 @@ def _setup(stmt: ast.stmt) -> bool:
 
 def _loop(fn: Any) -> tuple[ast.For, list[ast.stmt], list[str], dict[str, Any]] | None:
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        tree = python_ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
         return None
     func = tree.body[0] if tree.body and isinstance(tree.body[0], ast.FunctionDef) else None

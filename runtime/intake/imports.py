@@ -12,6 +12,8 @@ import ast
 import os
 from pathlib import Path
 
+from runtime.intake import python_ast
+
 SKIP_DIRS = {"__pycache__", ".git", "output", ".pytest_cache", ".mypy_cache", ".ruff_cache", "node_modules"}
 MAX_ROOT_DEPTH = 8
 MAX_FILES = 500
@@ -22,7 +24,7 @@ def tree_root(script: Path) -> Path | None:
     (or a path in it) or imports a top-level package that ancestor's `src/` holds (a src layout installed with `pip install -e .`)."""
     script = script.resolve()
     try:
-        tree = ast.parse(script.read_text(encoding="utf-8"))
+        tree = python_ast.parse(script.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, OSError):
         return None
     # 'src' alone (the walk-up idiom) or a path into it: `parents[3] / "src/pypto_gym/ops/…"` (docs/realops.md §10)
@@ -128,7 +130,7 @@ def closure(root: Path, entries: list[Path], roots: list[Path] | Roots, used: se
 
 def _imported_files(path: Path, roots: Roots, used: set[Path], root: Path | None = None) -> list[Path]:
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = python_ast.parse(path.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, OSError):
         return []
     roots = roots.with_first(_named_src_folders(tree, root)) if root is not None else roots

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runtime.errors import SubmissionError
+from runtime.intake import python_ast
 from runtime.intake.cases import CaseSpec, InputSpec
 
 TASK_FILE = "task_desc.py"  # the task beside its operator in a benchmark run's custom/<op>/
@@ -110,7 +111,7 @@ def _operator_files(op_dir: Path) -> list[Path]:
 
 def _parse(path: Path) -> ast.Module | None:
     try:
-        return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        return python_ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (SyntaxError, UnicodeDecodeError):
         return None  # the syntax stage reports it with its line
 

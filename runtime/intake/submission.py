@@ -8,7 +8,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runtime.intake import discover, imports, kernelbench, testmodule
+from runtime.intake import discover, imports, kernelbench, python_ast, testmodule
 from runtime.intake.archive import is_archive, unpack
 from runtime.intake.cases import CaseFile, load_case_file
 from runtime.errors import SubmissionError
@@ -271,7 +271,7 @@ def _resolve_entry(root: Path, files: list[str], explicit: str | None, file_suff
 def jit_callers(path: Path) -> list[str]:
     """Top-level functions that call a `@...jit`-decorated function of the same file (docs/realops.md §7)."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = python_ast.parse(path.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, OSError):
         return []
     functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
@@ -283,7 +283,7 @@ def jit_callers(path: Path) -> list[str]:
 def _top_level_functions(path: Path) -> set[str] | None:
     """Names bound at module level (defs, assignments, imports), read without importing."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = python_ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (SyntaxError, UnicodeDecodeError):
         return None
     names: set[str] = set()

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runtime.intake import python_ast
+
 CASE_FILE = "test_cases.json"
 
 
@@ -35,7 +37,7 @@ class CannotCall(TypeError):
 def test_functions(path: Path) -> list[str]:
     """Top-level `test_*` functions of a file, in file order, read without importing it."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = python_ast.parse(path.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, OSError):
         return []
     return [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
@@ -48,7 +50,7 @@ def skip_marks(path: Path) -> dict[str, str]:
     `skipif(condition)` is not evaluated here (its condition may read the host): such a function runs.
     """
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = python_ast.parse(path.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, OSError):
         return {}
     marks: dict[str, str] = {}
@@ -69,7 +71,7 @@ def skip_marks(path: Path) -> dict[str, str]:
 def answers_list(path: Path) -> bool:
     """Whether the file takes `--list` (then its listing gives the cases, as for example scripts)."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = python_ast.parse(path.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, OSError):
         return False
     return any(isinstance(n, ast.Constant) and n.value == "--list" for n in ast.walk(tree))
@@ -81,7 +83,7 @@ RUN_MODE_OPTIONS = ("--run_mode", "--run-mode")
 def strict_argparse(path: Path) -> bool:
     """Whether the file parses its arguments with argparse's `parse_args`: an option it does not name exits 2."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = python_ast.parse(path.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, OSError):
         return False
     called = {n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
@@ -97,7 +99,7 @@ def run_mode_args(path: Path, mode: str) -> list[str]:
     that read sys.argv themselves take `--run_mode MODE`, as the hicann/pypto examples do.
     """
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = python_ast.parse(path.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, OSError):
         return ["--run_mode", mode]
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
@@ -141,7 +143,7 @@ def item_case(nodeid: str) -> str:
 def parametrized(path: Path) -> bool:
     """Whether a top-level `test_*` function carries a `parametrize` mark: its items are known only to pytest."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = python_ast.parse(path.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, OSError):
         return False
     return any(isinstance(d.func if isinstance(d, ast.Call) else d, ast.Attribute)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtime import verdicts as v
+from runtime.judge.reruns import GRAPH_MEMORY_RULE
 from runtime.report import CaseResult, Diagnosis
 
 MULTI_KERNEL = Diagnosis(
@@ -98,7 +99,10 @@ def gym_verdict(case: CaseResult, cheats: dict[str, Any]) -> tuple[str, str, str
         warned = [c["name"] for c in cheats.get("checks", []) if c.get("status") in ("warn", "fail")]
         note = f"; mechanical warnings: {', '.join(warned)}" if warned else ""
         return final, "", f"graph verify computed the task's output on the CPU within rtol=atol=1e-3{note}"
-    if case.verdict == v.SIM_OUTPUT_UNWRITTEN:
+    if case.verdict == v.SIM_OUTPUT_UNWRITTEN and (case.graph_verify or {}).get("rule") == GRAPH_MEMORY_RULE:
+        reason = ("SIM ran the kernel but graph verify needed more memory than the case had: run it again with "
+                  "more `--memory` and graph verify decides it on this host, no NPU needed")
+    elif case.verdict == v.SIM_OUTPUT_UNWRITTEN:
         reason = "SIM ran the kernel but graph verify gave no evidence on this host: judge it on an NPU"
     return final, category, reason
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from runtime import verdicts
 from runtime.report import CaseResult
 
+GRAPH_MEMORY_RULE = "graph-verify-memory"  # graph verify stopped at the case's memory limit; the plain run fitted
+
 
 def label_test_double(case: CaseResult) -> None:
     """A run on the torch_npu test double measured no NPU: it may not claim precision either way."""
@@ -26,7 +28,7 @@ def memory_of_graph_verify(plain: CaseResult, failed: CaseResult) -> CaseResult:
         plain.graph_verify = {"status": "unavailable", "metrics": None,
                               "reason": "the case hits its memory limit with and without graph verify"}
         return plain
-    plain.graph_verify = {"status": "unavailable", "metrics": None, "rule": "graph-verify-memory",
+    plain.graph_verify = {"status": "unavailable", "metrics": None, "rule": GRAPH_MEMORY_RULE,
                           "reason": f"graph verify needed more than the job's memory limit ({failed.verdict_reason}); "
                                     "without it the case ran, so this verdict has no graph evidence: raise --memory "
                                     "for it"}

@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from runtime.intake import python_ast
 from runtime.lint.api import check_api
 from runtime.lint.host import check_host
 from runtime.lint.kernel import check_kernels
@@ -93,7 +94,7 @@ def _parse(text: str) -> ast.Module | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # e.g. SyntaxWarning for "\d" in the user's strings
         try:
-            return ast.parse(text)
+            return python_ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
 

@@ -11,6 +11,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from runtime.intake import python_ast
+
 SUSPICIOUS_TEXT = [re.compile(p, re.IGNORECASE) for p in (
     r"for\s+testing\s+only", r"TODO\s*[:\-]?\s*use\s+pypto", r"fallback\s+to\s+torch", r"workaround",
     r"bypass\s+pypto", r"demo\s+only")]
@@ -51,7 +53,7 @@ def check(sources: list[Path], op: str) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8", errors="replace")
         hits += [f"{path.name}:{line}: {found}" for line, found in suspicious_lines(text)]
         try:
-            tree = ast.parse(text, filename=str(path))
+            tree = python_ast.parse(text, filename=str(path))
         except SyntaxError as exc:
             checks.append(_check(f"parse:{path.name}", "fail", "fatal", f"line {exc.lineno}: {exc.msg}"))
             continue

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -139,10 +140,29 @@ def _admin_token_lines(secret: str, tokens_file: Path) -> str:
             "not a terminal)")
 
 
+def port_in_use(host: str, port: int) -> bool:
+    """Something already listens there: the readiness check would then find another server, and this
+    worker would report to it with a token it does not know."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
 def run(args: argparse.Namespace) -> int:
     from server import migrate
     from server.commands.worker import celery_command
 
+    if port_in_use(args.host, args.port):
+        free = next((p for p in range(args.port + 1, min(args.port + 50, 65536)) if not port_in_use(args.host, p)),
+                    None)
+        print(f"error: port {args.port} on {args.host} is in use (another `crosscheck up` or server?); start on "
+              f"a free one with --port N" + (f" (--port {free} is free)" if free else ""), file=sys.stderr)
+        return 2
     data_dir = datadir.make_private((args.data_dir or datadir.data_dir_from_env()).resolve())
     settings = _configure(data_dir)
     print(f"crosscheck up: data in {data_dir}\n  {_describe(settings)}", flush=True)

@@ -218,6 +218,10 @@ def _update_latest(session: Session, mode: str, rows: list[Any]) -> None:
     wanted = [i for i in other_ids if i]
     other = {i: v for i, v in session.execute(select(CaseResult.id, CaseResult.verdict)
                                               .where(CaseResult.id.in_(wanted)))} if wanted else {}
+    sim_ids = [r.id for r in rows] if mode == "sim" else wanted
+    rule = CaseResult.report["graph_verify"]["rule"].as_string()  # graph verify stopped at the memory limit
+    memory = set(session.scalars(select(CaseResult.id).where(CaseResult.id.in_(sim_ids),
+                                                             rule == results.GRAPH_MEMORY_RULE))) if sim_ids else set()
     now = utcnow()
     new, changed = [], []
     for r in rows:
@@ -228,7 +232,7 @@ def _update_latest(session: Session, mode: str, rows: list[Any]) -> None:
             sim_id, sim, npu = r.id, r.verdict, other.get(npu_id or 0)
         else:
             npu_id, sim, npu = r.id, other.get(sim_id or 0), r.verdict
-        verdict, reason = combined.combine(sim, npu)
+        verdict, reason = combined.combine(sim, npu, sim_id in memory)
         values = {"operator_id": r.operator_id, "case": r.case, "sim_result_id": sim_id, "npu_result_id": npu_id,
                   "combined_verdict": verdict, "reason": reason[:300], "updated_at": now}
         (changed if state else new).append(values)

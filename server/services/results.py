@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from runtime import report as runtime_report
 from runtime import verdicts, vocabulary
+from runtime.judge.reruns import GRAPH_MEMORY_RULE  # graph verify stopped at the job's memory limit
 from runtime.report import SCHEMA_VERSION
 from server.blobs import BlobStore
 from server.errors import InvalidInput
@@ -25,8 +26,6 @@ from server.models.base import utcnow
 from server.models.job import CANCELLED, ERROR, FAILED, RUNNING, SUCCEEDED, TIMEOUT
 from server.services import combined, coverage, history_spans, provenance, queries, suite_runs
 from server.services.jobs import finish
-
-GRAPH_MEMORY_RULE = "graph-verify-memory"  # runtime.judge.reruns: graph verify stopped at the job's memory limit
 
 
 def validate_report(report: Any) -> dict[str, Any]:

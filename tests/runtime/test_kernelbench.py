@@ -188,3 +188,19 @@ def test_a_cases_shape_runs_with_its_own_inputs(tmp_path, warm_sim, calculator_c
     verdicts = {c.case: (c.verdict, c.stage) for c in report.cases}
     assert verdicts["task"][0] == verdicts["cases0"][0] == "sim_garbage_graph_ok"
     assert verdicts["cases1"] == ("not_run", "golden"), report.cases[2].verdict_reason
+
+
+def test_a_task_short_of_memory_for_graph_verify_is_told_to_raise_memory_not_to_find_an_npu():
+    """issue 35: graph verify that only needed more --memory is no reason to send a task to an NPU."""
+    from runtime.judge.kernelbench import gym_verdict
+    from runtime.judge.reruns import memory_of_graph_verify
+    from runtime.report import CaseResult
+
+    def plain() -> CaseResult:
+        return CaseResult(operator="ReLU", case="level1", verdict="sim_output_unwritten")
+
+    failed = CaseResult(operator="ReLU", case="level1", verdict="resource_limit",
+                        verdict_reason="the job hit its memory limit (1.50 GiB)")
+    _, _, reason = gym_verdict(memory_of_graph_verify(plain(), failed), {})
+    assert "--memory" in reason and "NPU" not in reason.replace("no NPU needed", "")
+    assert "judge it on an NPU" in gym_verdict(plain(), {})[2]  # no graph evidence for another reason

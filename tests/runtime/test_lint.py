@@ -77,7 +77,8 @@ def test_module_imports_neither_torch_nor_pypto_nor_other_runtime_modules():
     code = ("import sys, runtime.lint\n"
             "assert not {'torch', 'pypto'} & set(sys.modules)\n"
             "ours = {m for m in sys.modules if m.startswith('runtime.') and not m.startswith('runtime.lint')}\n"
-            "assert ours == {'runtime.report', 'runtime.verdicts', 'runtime.modes'}, ours\n")  # the report contract
+            "assert ours == {'runtime.report', 'runtime.verdicts', 'runtime.modes',\n"  # the report contract
+            "                'runtime.intake', 'runtime.intake.python_ast'}, ours\n")  # the parse lock (docs/platform.md §6)
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

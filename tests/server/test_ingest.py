@@ -248,3 +248,17 @@ def test_worker_results_say_which_worker(seed, client, hdr, sim_report):
     cases = client.get("/api/v1/operators/scale_add", headers=hdr["read"]).json()["cases"]
     assert {c["sim"]["source"] for c in cases} == {"worker"}
     assert {c["sim"]["source_name"] for c in cases} == {"seed-worker"}
+
+
+def test_an_uploaded_sim_result_short_of_memory_asks_for_memory_not_an_npu(client, hdr, sim_report):
+    """issue 35: "an NPU run would decide" where graph verify only needed more --memory (runtime.judge.reruns)."""
+    report = copy.deepcopy(sim_report)
+    report["environment"].update(NPU_ENV, device=None, cann=None)
+    for case in report["cases"]:
+        case.update(verdict="sim_output_unwritten", graph_verify={
+            "status": "unavailable", "metrics": None, "rule": "graph-verify-memory",
+            "reason": "graph verify needed more than the job's memory limit; raise --memory for it"})
+    r = post_report(client, hdr, report, suite="sim-lab")
+    assert r.status_code == 200, r.text
+    reasons = {c["reason"] for c in client.get("/api/v1/operators/scale_add", headers=hdr["read"]).json()["cases"]}
+    assert len(reasons) == 1 and "--memory" in reasons.pop()

@@ -1,9 +1,11 @@
 """The worker's parts and the local commands, each with real processes and files."""
 from __future__ import annotations
 
+import argparse
 import io
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -181,3 +183,19 @@ def test_every_job_is_told_to_hide_the_service_data(tmp_path: Path) -> None:
     settings = WorkerSettings(data_dir=tmp_path / "data", npu_state_dir=tmp_path / "cards",
                               hide_from_jobs=f"{tmp_path / 'bundles'}{os.pathsep}{tmp_path / 'logs'}")
     assert service_paths(settings) == [tmp_path / "data", tmp_path / "cards", tmp_path / "bundles", tmp_path / "logs"]
+
+
+def test_up_on_a_taken_port_refuses_before_it_starts_anything(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """issue 35's walk: `up` on a taken port said "up at" the other server, then its worker's heartbeats got 401s
+    there and it stopped 20 s later with code 1."""
+    from server.commands import up
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        args = argparse.Namespace(port=port, host="127.0.0.1", data_dir=tmp_path / "D", concurrency=1, verbose=False)
+        assert up.run(args) == 2
+    err = capsys.readouterr().err
+    assert f"port {port} on 127.0.0.1 is in use" in err and "--port" in err
+    assert not (tmp_path / "D").exists()  # no data dir, database or tokens made for a start that cannot happen

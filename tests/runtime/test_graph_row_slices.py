@@ -193,9 +193,9 @@ def test_the_harness_compares_the_claimed_rows_only_when_they_are_the_cases_samp
         files = JobFiles(folder)
         if error:
             with pytest.raises(dumps.DumpError, match=error):
-                dumps.recheck(files, (1e-3, 1e-3), True, [dumps.sha256(golden)], (3, 11))
+                dumps.recheck(files, (1e-3, 1e-3), True, [dumps.sha256(golden)], sample=(3, 11))
             continue
-        checked = dumps.recheck(files, (1e-3, 1e-3), True, [dumps.sha256(golden)], (3, 11))
+        checked = dumps.recheck(files, (1e-3, 1e-3), True, [dumps.sha256(golden)], sample=(3, 11))
         graph = checked["graph_metrics"]
         assert graph["numel"] == sum(b - a for a, b in verified) * 4
         assert graph["mismatch_count"] == 8 * 4  # the last slice's rows, and no others

@@ -130,6 +130,9 @@ def _print_stacked(report: Report, console: Console) -> None:
     for case in report.cases:
         head = Text.assemble((case.case, "bold"), "  ", _verdict(case, report.mode), " · ", _outcome(case, report.mode),
                              f"  {case.duration_s:.2f} s")
+        if head.cell_len > console.width:  # a long pytest id: the verdict and outcome on a line of their own
+            head = Text.assemble((case.case, "bold"), "\n  ", _verdict(case, report.mode), " · ",
+                                 _outcome(case, report.mode), f"  {case.duration_s:.2f} s")
         console.print(head, overflow="fold")
         graph = _graph_text(case)
         evidence = [f"graph {graph}"] if graph != "-" else []

@@ -2,7 +2,7 @@
 
 Cases with the same outcome, verdict, diagnosis rules and reason share one group (three cases of one SIM
 garbage, or one tile-shape error in every parametrisation, read once), worst outcome first; the operator page
-opens on these (docs/dashboard.md §3).
+opens on these (docs/dashboard.md §7).
 """
 from __future__ import annotations
 

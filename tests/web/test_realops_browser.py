@@ -5,7 +5,7 @@ no page scrolls sideways on a phone, each operator's outcome reads the same word
 operator page opens on its diagnosis and fix, within the first screen.
 
 Screenshots go to test-artifacts/screenshots/realops/; docs/dashboard.md's are made with
-`SCREENSHOTS=docs/screenshots` set (docs/dashboard.md §10).
+`SCREENSHOTS=docs/screenshots` set (docs/dashboard.md §8).
 """
 from __future__ import annotations
 

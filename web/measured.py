@@ -35,6 +35,8 @@ def _kernel_steps(r: Any, mode: str) -> list[Step]:
     """parsed, compiled, ran from one mode's result."""
     verdict, stage = _get(r, "verdict") or "", _get(r, "stage") or ""
     structural, launches = _get(r, "structural") or "", int(_get(r, "kernel_launches") or 0)
+    if verdict in (verdicts.CRASH, verdicts.TIMEOUT):  # the verdict says how it ended, whatever else was stored
+        structural = verdict
     job = f"{mode.upper()} job #{_get(r, 'job_id')}" if _get(r, "job_id") else mode.upper()
     if stage == "syntax" and verdict in (verdicts.STRUCTURAL_ERROR, verdicts.NOT_RUN):
         return [Step("parsed", FAIL, f"the source did not parse ({job})"),

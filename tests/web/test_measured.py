@@ -85,3 +85,11 @@ def test_cases_with_one_diagnosis_are_listed_once_worst_first(world: dict[str, A
     assert "fixture 'mla_weights_cache' not found" in mla["why"]
     page = parse(world["client"].get("/operators/swiglu").text)
     assert len(page.find("section", id="diagnosis").find_all("article")) == 1
+
+
+def test_a_crash_is_a_run_that_failed_and_a_pending_result_measured_nothing() -> None:
+    crashed = {"verdict": "crash", "structural": "ok", "kernel_launches": 1, "graph_status": None, "job_id": 7}
+    assert [s.state for s in measured.of_job_case(crashed, "sim")] == [OK, OK, FAIL, NONE, NONE]
+    assert [s.state for s in measured.of_case(None, None)] == [NONE] * 5
+    npu = {"verdict": "precision_fail", "structural": "ok", "kernel_launches": 1, "max_abs_diff": 0.5}
+    assert [s.state for s in measured.of_job_case(npu, "npu")] == [OK, OK, OK, NONE, FAIL]

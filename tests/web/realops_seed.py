@@ -53,6 +53,13 @@ def _report(operator: str, test: str, ids: list[str]) -> dict[str, Any]:
     return report
 
 
+def _stopped_at(case: dict[str, Any], stage: str) -> None:
+    """The stages a job records when it stops at `stage`: the ones before it ran, that one failed."""
+    before = [s for s in case["stages"] if s["name"] in ("syntax", "lint", "golden")]
+    before = before[:[s["name"] for s in before].index(stage)] if stage in [s["name"] for s in before] else before
+    case["stages"] = [*before, {"name": stage, "status": "error", "duration_s": 0.01, "detail": ""}]
+
+
 def _error(case: dict[str, Any], kind: str, message: str, path: str, line: int) -> None:
     case["error"] = {"type": kind, "message": message, "file": CHECKOUT + path, "line": line, "traceback": ""}
 
@@ -64,6 +71,7 @@ def gated_delta_rule() -> dict[str, Any]:
                output_written=False, kernel_launches=0, launches=[], cost_model=None, metrics=None,
                precision="not_applicable",
                verdict_reason="pypto stopped tracing the kernel: op [MULS] tile shape not set")
+    _stopped_at(bad, "sim")
     _error(bad, "RuntimeError", "Errcode: F21004! op [MULS]tile shape not set, func Operation, file operation.cpp, "
            "line 184", GDR_IMPL, 212)
     bad["diagnosis"] = [{"rule": "vec-tile-shape-not-set", "fix": VEC_TILE_FIX, "sim_only": False, "stage": "sim",
@@ -88,6 +96,7 @@ def mla_prolog() -> dict[str, Any]:
     case.update(verdict=verdicts.NOT_RUN, stage=verdicts.ARGUMENTS_STAGE, graph_verify=None, output_written=False,
                 kernel_launches=0, launches=[], cost_model=None, metrics=None, precision="not_applicable",
                 verdict_reason=f"{message}: its kernel never ran")
+    _stopped_at(case, "sim")
     _error(case, "CannotCall", message, MLA, 41)
     return report
 
@@ -99,6 +108,7 @@ def moe_gating() -> dict[str, Any]:
                     kernel_launches=0, launches=[], cost_model=None, metrics=None, precision="not_applicable",
                     verdict_reason="the golden or the test calls a torch_npu op only an NPU can compute: not judged "
                                    "on this host; judge it on an NPU")
+        _stopped_at(case, "golden")
         _error(case, "GoldenError", "golden raised NotImplementedError: torch_npu.npu_moe_gating_top_k has no CPU "
                "reference", MOE, 58)
     return report

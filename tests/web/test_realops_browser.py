@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / os.environ.get("SCREENSHOTS", "test-artifacts/screenshots/realops")
 WIDTHS = (1280, 390)
 FIRST_SCREEN = 800  # px: a laptop's first screen below the browser's own bars
+PHONE_SCREEN = 844  # px: a 390 px phone's screen
 
 if not Path(CHROMIUM).exists():
     missing_service(f"{CHROMIUM} is missing: apt-get install -y chromium", module_level=True)
@@ -89,6 +90,9 @@ def test_real_operators_pages_fit_and_are_photographed(browser: Any, live: dict[
         response = page.goto(live["base"] + path)
         assert response is not None and response.status == 200, path
         page.screenshot(path=str(SHOTS / f"{name}-{width}.png"), full_page=True)
+        if name == "overview":  # the filters never push the first operator off a phone's first screen
+            top = page.locator("tbody.op").first.bounding_box()
+            assert top is not None and top["y"] < PHONE_SCREEN, top
         scroll = page.evaluate("() => document.scrollingElement.scrollWidth")
         if scroll > width:
             wide[path] = {"scrollWidth": scroll, **layout_problems(page)}

@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from runtime import verdicts
+from runtime import verdicts, vocabulary
 from server.blobs import BlobStore
 from server.config import Settings
 from server.models import CaseResult, SuiteRunResult
@@ -51,7 +51,7 @@ def _planted(verdict: str, mode: str) -> dict[str, Any]:
     for case in report["cases"]:
         case["verdict"] = verdict
         case["stage"] = "golden" if verdict == verdicts.NOT_RUN else case.get("stage", "")
-        case["verdict_reason"] = f"planted {verdict} for the crawl"
+        case["verdict_reason"] = f"planted for the crawl: {vocabulary.label(verdict)}"
     return report
 
 

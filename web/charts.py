@@ -90,17 +90,24 @@ def linear_trend(points: list[dict[str, Any]], key: str, name: str, css: str, un
     values = [p[key] * scale for p in runs]
     if len(runs) == 1:  # one run: a number, not an empty chart
         chart = Chart(name, unit, [], [], [], width=SMALL_WIDTH, height=SMALL_HEIGHT)
-        chart.compact = [{"name": name, "text": f"{values[0]:.3g} {unit}", "css": ""}]
+        chart.compact = [{"name": name, "text": f"{plain(values[0])} {unit}", "css": ""}]
         return chart
     hi = _nice(max(values)) or 1.0
     plot_h = SMALL_HEIGHT - TOP - BOTTOM
     xs = _x_positions(len(runs), SMALL_WIDTH)
     s = Series(name, css, [{"x": x, "y": TOP + plot_h * (1 - v / hi), "marker": "",
-                            "title": f"{name} · job #{p['job_id']} · {v:.3g} {unit}"}
+                            "title": f"{name} · job #{p['job_id']} · {plain(v)} {unit}"}
                            for x, v, p in zip(xs, values, runs)])
-    y_ticks = [{"y": TOP + plot_h * (1 - i / 4), "label": f"{hi * i / 4:.3g}"} for i in range(5)]
+    y_ticks = [{"y": TOP + plot_h * (1 - i / 4), "label": plain(hi * i / 4)} for i in range(5)]
     return Chart(name, unit, [s], y_ticks, _x_ticks(runs, xs, most=5), width=SMALL_WIDTH, height=SMALL_HEIGHT,
                  plot_w=SMALL_WIDTH - LEFT - RIGHT, plot_h=plot_h)
+
+
+def plain(x: float) -> str:
+    """A linear value without an exponent where one is not needed: 1,234 µs, not 1.23e+03 µs."""
+    if 100 <= abs(x) < 1e9:
+        return f"{x:,.0f}"
+    return f"{x:.3g}"
 
 
 def _nice(x: float) -> float:

@@ -17,6 +17,7 @@ from runtime.modes import MODES
 from server.auth import ANONYMOUS, Caller, require
 from server.services.provenance import describe as provenance
 from web import format as fmt
+from web import measured
 
 HERE = Path(__file__).parent
 templates_dir = HERE / "templates"
@@ -28,6 +29,9 @@ templates.env.globals["OUTCOMES"] = vocabulary.OUTCOMES  # the four outcomes, wo
 templates.env.globals["OUTCOME_WORDS"] = vocabulary.WORDS
 templates.env.globals["AICORE_US"] = numbers.AICORE_US  # units as written, never case-transformed  # the one list of modes (runtime.modes)
 templates.env.filters["provenance"] = provenance  # a result's source, card and whether it is verified
+# What was measured of a case, as a strip of squares (web/measured.py): of its latest results, or of one job's.
+templates.env.filters["measured_case"] = lambda c: measured.strip(measured.of_case(c.get("sim"), c.get("npu")))
+templates.env.filters["measured_job"] = lambda r, mode: measured.strip(measured.of_job_case(r, mode))
 templates.env.globals["FLAG_EXPLANATION"] = (
     "The simulator does not write outputs on CPU hosts, so this is not a kernel defect.")
 

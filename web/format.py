@@ -49,6 +49,16 @@ def sim_diff(result: Any, flagged: bool | None = None) -> dict[str, Any]:
     return {"text": text, "garbage": garbage, "neutral": garbage, "nan": nan, "title": title}  # one look: never evidence
 
 
+# Graph verify's statuses in words (runtime/judge/outcome.py): never the raw id on a page.
+GRAPH_WORDS = {"pass": "passed", "fail": "failed", "no_compare": "compared nothing (no assert on a graph output)",
+               "unavailable": "gave no verdict", "error": "stopped with an error", "skipped": "not run"}
+
+
+def graph_status(status: str | None) -> str:
+    """A graph verify status in words: no_compare -> 'compared nothing (no assert on a graph output)'."""
+    return GRAPH_WORDS.get(status or "", (status or "—").replace("_", " "))
+
+
 FAKE_GRAPH_TEXT = "failed: output identical to the golden but not written by the kernel"
 
 
@@ -64,7 +74,7 @@ def graph_cell(status: str | None, diff: Any) -> dict[str, str]:
         return {"text": f"✗ {sig(diff)}", "css": "bad",
                 "title": "graph verify: the tensor graph computes a wrong result"}
     if status:
-        return {"text": status, "css": "muted", "title": f"graph verify {status}"}
+        return {"text": graph_status(status), "css": "muted", "title": f"graph verify {graph_status(status)}"}
     return {"text": "—", "css": "muted", "title": "no graph verify result"}
 
 
@@ -84,8 +94,10 @@ def duration(seconds: Any) -> str:
     s = float(seconds)
     if s < 1e-3:
         return f"{s * 1e6:.0f} µs"
-    if s < 1:
+    if s * 1e3 < 999.5:  # below that, 3 digits of ms round to 1000: "1e+03 ms"
         return f"{s * 1e3:.3g} ms"
+    if s < 1:
+        return f"{s:.4g} s"  # 0.9996 s
     if s < 120:
         return f"{s:.3g} s"
     minutes, sec = divmod(round(s), 60)
@@ -209,6 +221,6 @@ def explain(rules: str | None) -> dict[str, Any] | None:
 
 FILTERS = {"explain": explain, "ago": ago, "job_status": job_status, "job_badge": job_badge, "outcome": outcome,
            "outcome_badge": outcome_badge,
-           "nan_inf": numbers.nan_inf, "ticks": ticks, "diagnosis_rules": diagnosis_rules, "graph_cell": graph_cell, "sim_diff_of": sim_diff, "slug": slug, "structure": structure,
+           "nan_inf": numbers.nan_inf, "ticks": ticks, "diagnosis_rules": diagnosis_rules, "graph_cell": graph_cell, "graph_status": graph_status, "sim_diff_of": sim_diff, "slug": slug, "structure": structure,
            "sig": sig, "magnitude": magnitude, "duration": duration, "percent": percent, "iso": iso,
            "utc_text": utc_text, "verdict_label": label}

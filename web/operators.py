@@ -11,7 +11,7 @@ from server.models.base import utcnow
 from server.models.job import AWAITING_NPU, QUEUED, RUNNING
 from server.services import commit_history, history, history_spans, queries, workers
 from server.services.combined import FLAGGED, MEMORY_REASON
-from web import case_charts, charts, diff_chart, drift_chart
+from web import case_charts, charts, diagnoses, diff_chart, drift_chart, measured
 from web.deps import Reader, render
 from web.errors import HtmlRoute
 from web.overview import case_rows, operator_row
@@ -50,8 +50,12 @@ def operator_page(request: Request, name: str, session: SessionDep, settings: Se
     row = dict(operator_row(operator), cases=case_rows(queries.case_summaries(session, [operator.id])[operator.id]))
     per_case = None if case else case_charts.build(session, operator.id, history_window(range), runs,
                                                    {c["case"]: c["combined_verdict"] for c in row["cases"]}, walked)
+    if per_case and all(c.chart.empty or c.chart.compact for c in per_case.shown):
+        per_case = None  # one run so far: each case's numbers are in the cases table already
     jobs = queries.recent_jobs(session, RECENT_JOBS, operator_id=operator.id)
     return render(request, "operator.html", caller, op=operator, row=row, history=runs, range=range,
+                  diagnoses=diagnoses.group(row["cases"]),
+                  measured=measured.bars([measured.of_case(c["sim"], c["npu"]) for c in row["cases"]]),
                   npu_pending=[j for j in jobs if j.mode == "npu" and j.status in PENDING],
                   npu_online=workers.serving(session, settings.job_heartbeat_s, ("npu",))["npu"]["online"] > 0,
                   graph_memory=any(c["reason"] == MEMORY_REASON for c in row["cases"]),

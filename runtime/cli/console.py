@@ -65,7 +65,11 @@ def _written_text(case: CaseResult) -> str:
 
 
 def _aicore_text(case: CaseResult) -> str:
-    return fmt(case.cost_model.aicore_time_us) if case.cost_model else "-"
+    """Microseconds as a person reads them: 1,235, not 1.23e+03."""
+    if not case.cost_model:
+        return "-"
+    us = case.cost_model.aicore_time_us
+    return f"{us:,.0f}" if 100 <= abs(us) < 1e9 else fmt(us)
 
 
 def _verdict(case: CaseResult, mode: str) -> Text:
@@ -129,13 +133,16 @@ def _print_stacked(report: Report, console: Console) -> None:
     for case in report.cases:
         head = Text.assemble((case.case, "bold"), "  ", _verdict(case, report.mode), " · ", _outcome(case, report.mode),
                              f"  {case.duration_s:.2f} s")
+        if head.cell_len > console.width:  # a long pytest id: the verdict and outcome on a line of their own
+            head = Text.assemble((case.case, "bold"), "\n  ", _verdict(case, report.mode), " · ",
+                                 _outcome(case, report.mode), f"  {case.duration_s:.2f} s")
         console.print(head, overflow="fold")
         graph = _graph_text(case)
         evidence = [f"graph {graph}"] if graph != "-" else []
         evidence += [f"max |diff| {_diff_text(case, report.mode)}", f"{numbers.AICORE_US} {_aicore_text(case)}"]
-        _print_indented(console, " · ".join(evidence), 2)
-        _print_indented(console, f"structure {_structure_text(case)} · stage {case.stage or '-'} · "
-                                 f"{case.kernel_launches} launch(es) · written {_written_text(case)}", 2)
+        _print_items(console, evidence, 2)
+        _print_items(console, [f"structure {_structure_text(case)}", f"stage {case.stage or '-'}",
+                               f"{case.kernel_launches} launch(es)", f"output written {_written_text(case)}"], 2)
         if len(case.outputs) > 1:
             _print_indented(console, "outputs: " + " · ".join(_output_text(o) for o in case.outputs), 2)
 
@@ -285,6 +292,26 @@ def _print_indented(console: Console, text: str, indent: int) -> None:
     wrapped = textwrap.fill(text, width=max(console.width, indent + 20), initial_indent=pad,
                             subsequent_indent=pad, break_long_words=True, break_on_hyphens=False)
     console.print(escape(wrapped), highlight=False, soft_wrap=True)
+
+
+def _print_items(console: Console, items: list[str], indent: int) -> None:
+    """Items joined by " · ", wrapped between items, never inside one: a name stays beside its value
+    ("AICore µs 1.96") at 80 columns. An item longer than a line on its own wraps as text does."""
+    width, pad, sep = max(console.width, indent + 20), " " * indent, " · "
+    lines: list[str] = []
+    for item in items:
+        if lines and len(lines[-1]) + len(sep) + len(item) <= width:
+            lines[-1] += sep + item
+        elif lines:
+            lines[-1] += " ·"
+            lines.append(pad + item)
+        else:
+            lines.append(pad + item)
+    for line in lines:
+        if len(line) > width:
+            _print_indented(console, line.strip(), indent)
+        else:
+            console.print(escape(line), highlight=False, soft_wrap=True)
 
 
 def summary_line(report: Report) -> str:

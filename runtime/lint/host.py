@@ -75,7 +75,7 @@ def _fallbacks(m: Module, f: Findings, body: list[ast.stmt], names: set[str]) ->
                     line, what = found
                     f.add(GOLDEN_FALLBACK, line,
                           f"When the kernel call fails, this except handler {what}, so a broken kernel still "
-                          "'passes' (max_diff 0.0); let the exception propagate instead of falling back.")
+                          "'passes' (max |diff| 0); let the exception propagate instead of falling back.")
 
 
 def _fallback(m: Module, handler: ast.ExceptHandler, names: set[str]) -> tuple[int, str] | None:

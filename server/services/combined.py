@@ -95,6 +95,10 @@ def combine(sim: str | None, npu: str | None, graph_memory: bool = False) -> tup
                                           "defect; graph verify matched the golden")
         if sim == "pass":
             return AWAITING_NPU, "SIM passed; hardware precision needs an NPU run"
+        if sim == INCONCLUSIVE:  # graph verify did give a verdict: the compare itself cannot tell (degenerate)
+            return AWAITING_NPU, ("SIM's compare cannot tell a correct kernel from garbage (inconclusive: the golden "
+                                  "is degenerate, e.g. one value everywhere), so its maths was not judged; a case "
+                                  "whose golden varies decides")
         # Nothing is waiting unless an NPU job exists (the pages say which): SIM could not decide.
         if graph_memory:
             return AWAITING_NPU, MEMORY_REASON

@@ -26,6 +26,7 @@ from server.models.suite_run import DONE, FINISHED
 
 MIN_HISTORY = 3  # earlier runs with the same tolerance before a median means anything
 HALF, TENTH = 0.5, 0.1
+METRIC_WORDS = {"max_abs_diff": "max |diff|", "mismatch_ratio": "mismatched share"}  # never the column's name
 LISTED = 50  # drifting cases kept on the run row; the count is of all
 
 
@@ -104,7 +105,7 @@ def _judge(key: tuple[str, str, str], now: _Point, past: list[_Point], growth: f
         used = value / now.allowance if metric == "max_abs_diff" and now.allowance else None
         if median > 0 and value >= growth * median:
             out.append(Drift(op, case, mode, metric, value, median, len(history),
-                             f"{metric} {value:.3g} is {value / median:.0f}x its median {median:.3g} over "
+                             f"{METRIC_WORDS[metric]} {value:.3g} is {value / median:.0f}x its median {median:.3g} over "
                              f"{len(history)} runs, still within tolerance", used))
             continue
         if used is not None and used > HALF:

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from runtime import numbers
 from server.models import CaseResult, Job, Suite, SuiteRun, SuiteRunResult
 from server.models.suite_run import DONE
 
@@ -60,9 +61,9 @@ def find(session: Session, run: SuiteRun, suite: Suite, previous: SuiteRun | Non
             continue
         if e.us >= limit * p.us * (1 - 1e-9):  # "by 10% or more": exactly at the threshold counts
             rise = e.us / p.us - 1
-            cycles = f", {p.cycles} -> {e.cycles} cycles" if e.cycles is not None and p.cycles is not None else ""
+            cycles = f", {p.cycles} → {e.cycles} cycles" if e.cycles is not None and p.cycles is not None else ""
             found.append(Slowdown(*key, e.us, p.us, e.cycles, p.cycles, e.pypto, previous.id, rise,
-                                  f"cost model {p.us:.4g} -> {e.us:.4g} AICore us (+{rise:.0%}){cycles} "
+                                  f"cost model {p.us:.4g} → {e.us:.4g} {numbers.AICORE_US} (+{rise:.0%}){cycles} "
                                   f"against run {previous.id}, both pypto {e.pypto or 'unknown'}"))
     return found, pypto_changed
 

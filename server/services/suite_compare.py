@@ -106,6 +106,11 @@ def diff_growth(before: CaseOutcome, after: CaseOutcome, mode: str) -> str | Non
     return None
 
 
+def _change(old: str | None, new: str | None) -> str:
+    """'SIM garbage · graph ok → graph fail': a verdict change in words, never the ids."""
+    return f"{vocabulary.label(old)} → {vocabulary.label(new)}"
+
+
 def _evidence(outcome: CaseOutcome, mode: str) -> str:
     """'; graph verify max |diff| 3.2 · diagnosis graph-verify-mismatch': what stands behind a regression,
     never a noise rule (runtime.vocabulary)."""
@@ -137,21 +142,21 @@ def compare(before: dict[Key, CaseOutcome], after: dict[Key, CaseOutcome]) -> Co
         grown = diff_growth(old, new, mode)
         if s_new > s_old:
             out.regressions.append(Change(op, case, mode, old.verdict, new.verdict,
-                                          f"{old.verdict} -> {new.verdict}" + (f"; {grown}" if grown else "")
+                                          _change(old.verdict, new.verdict) + (f"; {grown}" if grown else "")
                                           + _evidence(new, mode)))
         elif grown:
             out.regressions.append(Change(op, case, mode, old.verdict, new.verdict, grown))
         elif not ok_old and ok_new and not new.verified:  # a pass nobody verified fixes nothing
             out.changed.append(Change(op, case, mode, old.verdict, new.verdict,
-                                      f"{old.verdict} -> {new.verdict} (unverified upload: not a fix)"))
+                                      _change(old.verdict, new.verdict) + " (unverified upload: not a fix)"))
         elif not ok_old and ok_new:
-            out.fixes.append(Change(op, case, mode, old.verdict, new.verdict, f"{old.verdict} -> {new.verdict}"))
+            out.fixes.append(Change(op, case, mode, old.verdict, new.verdict, _change(old.verdict, new.verdict)))
         elif old.verdict != new.verdict:
             word = vocabulary.word(vocabulary.outcome(new.verdict, mode, new.stage))
             not_counted = f" ({word}: not a kernel defect, the gate does not count it)" if s_new == 0 and not ok_new \
                 else ""
             out.changed.append(Change(op, case, mode, old.verdict, new.verdict,
-                                      f"{old.verdict} -> {new.verdict}{not_counted}"))
+                                      _change(old.verdict, new.verdict) + not_counted))
         else:
             out.unchanged += 1
     out.new_flags = new_flags(before, after)
@@ -179,7 +184,7 @@ def run_flags(outcomes: dict[Key, CaseOutcome]) -> dict[tuple[str, str], str]:
 
 def new_flags(before: dict[Key, CaseOutcome], after: dict[Key, CaseOutcome]) -> list[Change]:
     old, new = run_flags(before), run_flags(after)
-    return [Change(op, case, "", old.get((op, case)), flag, f"newly flagged {flag}")
+    return [Change(op, case, "", old.get((op, case)), flag, f"newly flagged: {vocabulary.label(flag)}")
             for (op, case), flag in sorted(new.items()) if old.get((op, case)) != flag]
 
 

@@ -74,7 +74,8 @@ def run_results(session: Session, run: SuiteRun, f: ResultFilter, cursor: int | 
     min_flips = suite.flaky_min_flips if suite else 2
     stmt = (select(SuiteRunResult, CaseResult.source, CaseResult.source_name, CaseResult.device,
                    CaseResult.max_rel_diff, CaseResult.rtol, CaseResult.atol, CaseResult.error_type,
-                   CaseResult.error_message, CaseResult.duration_s, CaseResult.graph_status, CaseResult.stage)
+                   CaseResult.error_message, CaseResult.duration_s, CaseResult.graph_status, CaseResult.stage,
+                   CaseResult.structural, CaseResult.kernel_launches)
             .outerjoin(CaseResult, CaseResult.id == SuiteRunResult.case_result_id)
             .where(SuiteRunResult.suite_run_id == run.id))
     if f.verdict:
@@ -97,7 +98,8 @@ def run_results(session: Session, run: SuiteRun, f: ResultFilter, cursor: int | 
         stmt = stmt.where(SuiteRunResult.id > cursor)
     rows = session.execute(stmt.order_by(SuiteRunResult.id).limit(limit + 1)).all()
     out = []
-    for row, source, source_name, device, rel, rtol, atol, etype, emsg, took, graph_status, stage in rows:
+    for row, source, source_name, device, rel, rtol, atol, etype, emsg, took, graph_status, stage, structural, launches \
+            in rows:
         origin = (describe(_Prov(source, source_name or "", device, row.verified)) if source else
                   "pending" if row.verdict is None else "no stored result")
         if row.reused_from_job_id:
@@ -112,7 +114,7 @@ def run_results(session: Session, run: SuiteRun, f: ResultFilter, cursor: int | 
                     "rtol": rtol, "atol": atol,
                     "diagnosis_rules": row.diagnosis_rules, "error": error or row.note or None,
                     "flips": row.flips, "flaky": flaky.is_flaky(row.flips, min_flips), "note": row.note,
-                    "duration_s": took})
+                    "duration_s": took, "structural": structural, "kernel_launches": launches})
     next_cursor = rows[limit - 1][0].id if len(rows) > limit else None
     return out[:limit], next_cursor
 

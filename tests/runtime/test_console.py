@@ -1,10 +1,12 @@
 """The CLI's report layout: readable at 80 columns, each diagnosis once, benign log lines muted."""
 from __future__ import annotations
 
+import re
+
 from rich.console import Console
 
 from runtime.cli.console import print_report, summary_line
-from runtime.report import CaseResult, Diagnosis, Environment, Report, Submission
+from runtime.report import CaseResult, CostModel, Diagnosis, Environment, Report, Submission
 
 VERDICTS = ("sim_garbage_graph_ok", "graph_fail", "suspect_fake_pass")
 
@@ -168,3 +170,19 @@ def test_an_inconclusive_case_says_why_its_compare_cannot_tell() -> None:
     console = Console(width=120, record=True, force_terminal=False)
     print_report(report, console)
     assert f"{case.case}: the output matches, but the compare cannot tell" in console.export_text()
+
+
+def test_at_eighty_columns_a_name_stays_beside_its_value() -> None:
+    """issue 35: "AICore µs" wrapped away from its value at 80 columns; lines break between items only."""
+    report = _report()
+    for case in report.cases:
+        case.metrics = {"max_abs_diff": float("nan"), "nan_count": 16384}
+        case.graph_verify = {"status": "fail", "metrics": {"max_abs_diff": 3.8312345, "atol": 1e-3, "rtol": 1e-3}}
+        case.cost_model = CostModel(aicore_time_us=1234.5678, utilization=0.5, total_cycles=9384, aic_tasks=0, aiv_tasks=1)
+    console = Console(width=80, record=True, force_terminal=False)
+    print_report(report, console)
+    lines = console.export_text().splitlines()
+    assert max(len(line) for line in lines) <= 80
+    shown = [line for line in lines if "AICore" in line]
+    assert len(shown) == len(report.cases) and all(re.search(r"AICore µs 1,235", line) for line in shown), shown
+    assert all("max |diff|" not in line or re.search(r"max \|diff\| \S", line) for line in lines)

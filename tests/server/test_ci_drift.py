@@ -38,7 +38,7 @@ def test_drift_is_counted_marked_in_junit_and_gated_only_when_asked(live, tmp_pa
         drifting = ci(live, checkout, "--no-reuse", "--label", "branch=drift", "--junit", str(tmp_path / "d.xml"))
     assert drifting.returncode == 0, drifting.stdout + drifting.stderr  # never red by itself
     assert "Precision drift (1), still within tolerance:" in drifting.stdout
-    assert f"gamma / {C1} (SIM): max_abs_diff 1.6e-05 is 11x its median" in drifting.stdout
+    assert f"gamma / {C1} (SIM): max |diff| 1.6e-05 is 11x its median" in drifting.stdout
     case = junit_cases(tmp_path / "d.xml")[f"gamma {C1} [sim]"]
     props = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert "11x its median" in props["drift"] and not list(case.iter("failure"))

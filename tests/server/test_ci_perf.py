@@ -42,7 +42,7 @@ def test_a_slower_estimate_is_listed_marked_in_junit_and_gated_only_when_asked(l
         slower = ci(live, checkout, "--no-reuse", "--label", "branch=perf", "--junit", str(tmp_path / "p.xml"))
     assert slower.returncode == 0, slower.stdout + slower.stderr  # never red by itself
     assert "Slower in the SIM cost model (1):" in slower.stdout
-    assert f"delta / {C1}: cost model 1.957 -> 2.935 AICore us (+50%)" in slower.stdout
+    assert f"delta / {C1}: cost model 1.957 → 2.935 AICore µs (+50%)" in slower.stdout
     case = junit_cases(tmp_path / "p.xml")[f"delta {C1} [sim]"]
     props = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert "+50%" in props["perf"] and not list(case.iter("failure"))

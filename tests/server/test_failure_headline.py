@@ -26,4 +26,4 @@ def test_a_regression_says_what_stands_behind_it() -> None:
     after = {("scale_shift", "level0", "sim"): suite_compare.CaseOutcome(
         "graph_fail", graph_max_abs_diff=4.0, diagnosis_rules="noise-graph-verify-index")}
     (change,) = suite_compare.compare(before, after).regressions
-    assert change.why == "sim_garbage_graph_ok -> graph_fail; graph verify max |diff| 4"
+    assert change.why == "SIM garbage · graph ok → graph fail; graph verify max |diff| 4"

@@ -8,7 +8,9 @@ a tiling bug, a script whose graph verify failed with only a noise rule matched,
 verdict id planted on a real report. On top of the suite seed's regression and performance regression,
 the bisect's culprits for both (named as `crosscheck ci run --bisect` posts them), and a second suite,
 "precision", whose five runs make one case's error creep up within tolerance: precision drift on that
-run's page and, with its trend against the tolerance line, on the operator's page.
+run's page and, with its trend against the tolerance line, on the operator's page. And real-operator-shaped
+results (tests/web/realops_seed.py): the gym's long paths, a fixture that cannot be supplied, an NPU-only
+golden, a degenerate compare, the four outcomes.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from runtime import verdicts
+from runtime import verdicts, vocabulary
 from server.blobs import BlobStore
 from server.config import Settings
 from server.models import CaseResult, SuiteRunResult
@@ -26,7 +28,7 @@ from server.schemas.suite import CulpritIn
 from server.services import culprits, submissions, suite_runs, suite_submit, workers
 from tests.server.suites import scale_add, versions, zip_files
 from tests.web import seed as main_seed
-from tests.web import suite_seed
+from tests.web import realops_seed, suite_seed
 
 # Real reports from this host (scrubbed of its data dir), named for what they show.
 REAL = {"golden_fallback_unwritten": "golden_fallback", "tiling_bug": "tiling_bug",
@@ -49,7 +51,7 @@ def _planted(verdict: str, mode: str) -> dict[str, Any]:
     for case in report["cases"]:
         case["verdict"] = verdict
         case["stage"] = "golden" if verdict == verdicts.NOT_RUN else case.get("stage", "")
-        case["verdict_reason"] = f"planted {verdict} for the crawl"
+        case["verdict_reason"] = f"planted for the crawl: {vocabulary.label(verdict)}"
     return report
 
 
@@ -82,6 +84,7 @@ def seed(session: Session, blobs: BlobStore, settings: Settings) -> dict[str, An
         report = main_seed.sim_report(data)
         info["real_jobs"][data] = main_seed.submit_and_store(session, blobs, settings, example, {"sim": report},
                                                              operator=report["cases"][0]["operator"])
+    info["realops"] = realops_seed.add(session, blobs, settings)
     seen = {v for (v,) in session.execute(select(CaseResult.verdict).distinct())}
     for verdict in verdicts.VERDICTS:
         if verdict in seen:

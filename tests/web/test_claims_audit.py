@@ -325,7 +325,7 @@ def check_results(page: Node, truth: dict[Key, SuiteRunResult]) -> None:
             continue
         seen.add(key)
         assert chip(tr.find("td", data_label="Verdict")) == r.verdict, key
-        assert ("unverified" in tr.find("td", data_label="Provenance").text()) == (not r.verified), key
+        assert ("unverified" in tr.find("td", data_label="Source").text()) == (not r.verified), key
     assert seen == set(truth) and len(rows) == len(truth) + sum(r.attempt - 1 for r in truth.values())
 
 

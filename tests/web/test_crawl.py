@@ -21,6 +21,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
+from runtime import verdicts
 from server.migrate import upgrade
 from server.models import Job, Operator, Submission, SuiteRun
 from server.services import tokens
@@ -85,7 +86,6 @@ def admin(crawled: tuple[FastAPI, dict[str, Any]]) -> Iterator[TestClient]:
 
 
 def test_the_seed_holds_every_verdict_and_mode(crawled: tuple[FastAPI, dict[str, Any]]) -> None:
-    from runtime import verdicts
     from server.models import CaseResult
 
     app, info = crawled
@@ -226,3 +226,32 @@ def test_coverage_counts_only_cases_whose_kernel_ran(admin: TestClient, crawled:
     counted = {o["name"]: o["coverage"]["sim"] for o in items}
     assert {n: counted[n] for n in ran} == ran
     assert ran["golden_fallback"] == 0  # its kernel never launched: SIM covers none of its cases
+
+
+# Internal ids a reader must never meet in a page's text (issue 35): verdict ids, graph verify's statuses and the
+# column names they came from. Names the user gave (operators, cases), code and logs are theirs and not checked.
+# (The verdicts that are plain words, pass, crash, timeout and inconclusive, are their own label.)
+JARGON = re.compile(r"\b(?:%s)\b" % "|".join(sorted(
+    {*verdicts.VERDICTS, "no_compare", "max_abs_diff", "provenance", "flips", "written no", "awaiting_npu"}
+    - {"pass", "crash", "timeout", "inconclusive"})), re.IGNORECASE)
+OWN_WORDS = ("pre", "code", "script", "style", "title", "desc", "option", "datalist", "head")
+
+
+def _reader_text(node: Any) -> str:
+    if isinstance(node, str):
+        return node
+    if node.tag in OWN_WORDS or node.classes & {"case-name", "trunc", "name"}:
+        return " "
+    return " ".join(_reader_text(c) for c in node.children)
+
+
+def test_no_internal_word_reaches_a_page(admin: TestClient, crawled: tuple[FastAPI, dict[str, Any]]) -> None:
+    ids = _ids(crawled[0])
+    pages = (["/", "/coverage", "/suites", "/workers"] + [f"/jobs/{i}" for i in ids["job_id"]]
+             + [f"/operators/{n}" for n in ids["name"]] + [f"/suite-runs/{i}" for i in ids["run_id"]])
+    found = {}
+    for url in pages:
+        words = set(JARGON.findall(_reader_text(parse(admin.get(url, headers={"accept": "text/html"}).text))))
+        if words:
+            found[url] = sorted(words)
+    assert not found, found

@@ -13,6 +13,8 @@ def test_significant_digits() -> None:
         ["—", "0", "3", "1.23e+03", "1.23e-4", "1.58e35", "0.5", "NaN", "∞"]
     assert fmt.sig(16384) == "16,384" and fmt.magnitude(1.58e35) == "10^35" and fmt.magnitude(0.0) == "0"
     assert fmt.duration(0.7818) == "782 ms" and fmt.duration(3725) == "62 min 5 s" and fmt.percent(0.013889) == "1.39 %"
+    # never an exponent where 3 digits of ms would round to 1000 (issue 35)
+    assert [fmt.duration(s) for s in (0.9996, 0.9994, 0.0999, 1.0)] == ["0.9996 s", "999 ms", "99.9 ms", "1 s"]
 
 
 def test_sim_garbage_marking() -> None:

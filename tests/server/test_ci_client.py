@@ -229,7 +229,7 @@ def test_upload_stores_reports_and_junit_with_provenance(live, tmp_path, make_np
     bad = tmp_path / "notes.txt"
     bad.write_text("hello")
     refused = crosscheck(live, "upload", str(bad), "--server", live["url"], "--suite", "npu-lab")
-    assert refused.returncode == 2 and "runtime report (.json)" in refused.stderr
+    assert refused.returncode == 2 and "runtime report (.json)" in " ".join(refused.stderr.split())  # wrapped at 80 columns
     broken = tmp_path / "broken.json"
     broken.write_text('{"schema_version": 1}')
     assert crosscheck(live, "upload", str(broken), "--server", live["url"], "--suite", "npu-lab").returncode == 2

@@ -1,4 +1,7 @@
-"""20 SIGKILLs of workers mid-job (whole process trees, four workers at a time): no result lost, none duplicated."""
+"""SIGKILLs of workers mid-job (whole process trees, four workers at a time): no result lost, none duplicated.
+
+Eight kills in the suite (two rounds: a round of four, then a round started while the first round's jobs are
+still re-queued); `CROSSCHECK_FAULT_KILLS=20` gives the longer run (docs/SECURITY.md)."""
 from __future__ import annotations
 
 import os
@@ -10,7 +13,7 @@ from tests.e2e.conftest import FINISHED, Stack
 from tests.faults.conftest import results_of, submit_sleeper
 
 pytestmark = pytest.mark.slow
-KILLS = int(os.environ.get("CROSSCHECK_FAULT_KILLS", "20"))
+KILLS = int(os.environ.get("CROSSCHECK_FAULT_KILLS", "8"))
 AT_ONCE = 4  # workers started, and killed mid-job, per round
 JOBS = AT_ONCE
 

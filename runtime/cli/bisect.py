@@ -238,7 +238,7 @@ def _finish(args: argparse.Namespace, top: Path, outcome: search.Outcome, premis
     if perf:
         print(f"cases {args.threshold:.0%} or more slower than --good ({premises[0].sha[:10]}):")
         for row in changed:
-            print(f"  {row['case']}: {row['before_us']:.4g} -> {row['after_us']:.4g} AICore us ({row['rise']:+.0%})")
+            print(f"  {row['case']}: {row['before_us']:.4g} -> {row['after_us']:.4g} AICore µs ({row['rise']:+.0%})")
     else:
         print("cases that changed:" if changed else "cases that changed: none by verdict")
         for row in changed:

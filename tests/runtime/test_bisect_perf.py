@@ -53,7 +53,7 @@ def test_the_commit_that_makes_the_estimate_rise_is_found(four, calculator_cache
     assert data["before"]["cases"][CASE]["aicore_us"] == row["before_us"]
     assert data["changed_files"] == [IMPL]
     assert data["runs_in_search"] == 0  # c2 reuses c1's run, c3 reuses c4's: the contents are the same
-    assert any(line.startswith(f"  {CASE}: ") and "AICore us (+" in line for line in lines)
+    assert any(line.startswith(f"  {CASE}: ") and "AICore µs (+" in line for line in lines)
 
 
 def test_a_bad_revision_that_is_not_slower_is_named(four, calculator_cache):

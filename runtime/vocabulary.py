@@ -26,7 +26,8 @@ STAGE_WORDS = {"golden": "the golden failed", "device": "the NPU device could no
                verdicts.ENVIRONMENT_STAGE: "this host's Python lacks a package",
                verdicts.NPU_ONLY_STAGE: "a reference only an NPU can compute",
                verdicts.ARGUMENTS_STAGE: "an argument crosscheck cannot supply",
-               verdicts.NO_KERNEL_STAGE: "launched no kernel", verdicts.SKIPPED_STAGE: "marked skip by the test"}
+               verdicts.NO_KERNEL_STAGE: "launched no kernel", verdicts.SKIPPED_STAGE: "marked skip by the test",
+               verdicts.HARNESS_STAGE: "crosscheck's own harness failed"}
 GATE_NOTE = "the regression gate counts kernel defects only"
 
 NOISE_PREFIX = "noise-"  # runtime.judge.diagnose: a known-benign pypto log line, never a headline
@@ -37,6 +38,8 @@ LABELS = {"sim_garbage_npu_ok": "SIM garbage · NPU ok", "sim_garbage_graph_ok":
           "sim_output_unwritten": "SIM output unwritten", "graph_fail": "graph fail",
           "version_skew": "written for another pypto", "resource_limit": "stopped at a limit",
           "sim_unsupported": "SIM cannot simulate it",
+          # the combined verdict of a case no mode ran for a reason not the kernel's (server.services.combined)
+          "not_judged": "not judged here",
           # the combined verdict id says "awaiting"; whether an NPU job exists is for the page to say
           # beside the outcome `acceptable` (SIM's structure is fine) it must not read as a failure
           "awaiting_npu": "SIM ok · maths not judged"}

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from runtime import exit_codes, vocabulary
+from server.services import combined
 from web import fixes
 
 NAMED = 8  # cases named in a group; the rest counted
@@ -27,14 +28,15 @@ def what(case: dict[str, Any]) -> str:
 
 
 def why(case: dict[str, Any]) -> str:
-    """Why the case got its verdict: the combined reason, or, where that only names a verdict id, the error
-    that stopped the mode."""
+    """Why the case got its verdict: the combined reason, or, where that only names a verdict id or (not judged)
+    the stage that `what` names already, the error that stopped the mode."""
     reason = case.get("reason") or ""
-    if not TERSE.fullmatch(reason):
+    terse = bool(TERSE.fullmatch(reason))
+    if not terse and case.get("combined_verdict") != combined.NOT_JUDGED:
         return reason
     errors = [f"{r.error_type}: {r.error_message}" if r.error_type else r.error_message
               for mode in ("sim", "npu") if (r := case.get(mode)) is not None and r.error_message]
-    text = "; ".join(errors) or what(case)
+    text = "; ".join(errors) or (what(case) if terse else reason)
     return text if len(text) <= ERROR_CHARS else text[:ERROR_CHARS - 1] + "…"
 
 

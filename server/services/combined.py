@@ -1,7 +1,7 @@
 """The verdict across modes for one operator case: the product's point.
 
 Inputs are the latest SIM case verdict (graph verify included in it: sim_garbage_graph_ok /
-graph_fail) and the latest NPU case verdict; either may be missing.
+graph_fail) and the latest NPU case verdict, each with its stage; either may be missing.
 
 | combined              | when |
 |-----------------------|------|
@@ -12,19 +12,22 @@ graph_fail) and the latest NPU case verdict; either may be missing.
 | npu_only_fail         | SIM runs it, the NPU fails to compile/run it |
 | resource_limit        | a mode was stopped at the job's memory, process or disk limit before it could be judged; not a kernel defect, raise the limit |
 | version_skew          | written for another pypto: a mode's pypto lacks what the kernel uses (docs/versions.md §1), and no mode passed; not a kernel defect |
+| not_judged            | a mode did not run the kernel for a reason that is not the kernel's (`not_run` whose outcome is not `failed`: a fixture it cannot supply, an NPU-only golden, marked skip, the harness, ...; runtime/exit_codes.py TABLE), and the other mode decided nothing; not a kernel defect |
 | sim_garbage_npu_ok    | THE FLAG: SIM output unwritten or garbage (or SIM cannot simulate the kernel), NPU within tolerance: not a kernel defect |
 | sim_garbage_graph_ok  | no NPU result yet; SIM garbage, but graph verify matched the golden |
 | awaiting_npu          | SIM structure OK (or SIM cannot simulate the kernel: sim_unsupported), no graph evidence, no NPU result yet |
 | pass                  | the NPU is within tolerance and SIM agrees (or there is no SIM result) |
 
 A per-case `inconclusive` (a compare that cannot tell a correct kernel from garbage, runtime.judge.degenerate)
-says nothing about the maths: in SIM it reads as SIM garbage, and an NPU one as no NPU result yet.
+says nothing about the maths: in SIM it reads as SIM garbage, and an NPU one as no NPU result yet. A
+`not_run` at a stage that is not the kernel's fault reads as no result of that mode: the other mode decides,
+with the stage named in the reason, and `not_judged` when it decides nothing.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from runtime import vocabulary
+from runtime import exit_codes, verdicts, vocabulary
 
 PASS = "pass"
 SIM_GARBAGE_NPU_OK = "sim_garbage_npu_ok"
@@ -37,11 +40,12 @@ SUSPECT_FAKE_PASS = "suspect_fake_pass"
 AWAITING_NPU = "awaiting_npu"
 VERSION_SKEW = "version_skew"
 RESOURCE_LIMIT = "resource_limit"
+NOT_JUDGED = "not_judged"
 SIM_UNSUPPORTED = "sim_unsupported"  # a per-case SIM verdict (runtime.verdicts), not a combined one
 INCONCLUSIVE = "inconclusive"  # per-case too, in either mode
 
 COMBINED = (KERNEL_DEFECT, SUSPECT_FAKE_PASS, STRUCTURAL_ERROR, NPU_ONLY_FAIL, SIM_ONLY_ERROR, RESOURCE_LIMIT,
-            VERSION_SKEW,
+            VERSION_SKEW, NOT_JUDGED,
             SIM_GARBAGE_NPU_OK, SIM_GARBAGE_GRAPH_OK, AWAITING_NPU, PASS)
 # Worst first: an operator's verdict is its worst case's.
 SEVERITY = {name: i for i, name in enumerate(COMBINED)}
@@ -60,14 +64,35 @@ MEMORY_REASON = ("SIM ran the kernel, but graph verify needed more memory than t
                  " and graph verify decides it on a CPU host")
 
 
-def combine(sim: str | None, npu: str | None, graph_memory: bool = False) -> tuple[str, str]:
-    """(combined verdict, one-line reason) from the latest SIM and NPU case verdicts; `graph_memory`: SIM's graph
-    verify was stopped by the job's memory limit."""
+def _not_judged(verdict: str | None, mode: str, stage: str) -> bool:
+    """A not_run that says nothing against the kernel: its stage's outcome is not a kernel defect."""
+    return verdict == verdicts.NOT_RUN and exit_codes.outcome(verdict, mode, stage) != exit_codes.FAILED
+
+
+def _stage_words(stage: str) -> str:
+    return vocabulary.STAGE_WORDS.get(stage) or f"stopped at stage {stage or 'unknown'}"
+
+
+def combine(sim: str | None, npu: str | None, graph_memory: bool = False, sim_stage: str = "",
+            npu_stage: str = "") -> tuple[str, str]:
+    """(combined verdict, one-line reason) from the latest SIM and NPU case verdicts and their stages;
+    `graph_memory`: SIM's graph verify was stopped by the job's memory limit."""
     if "suspect_fake_pass" in (sim, npu):
         mode = "SIM" if sim == "suspect_fake_pass" else "NPU"
         return SUSPECT_FAKE_PASS, f"{mode}: the result matches but the kernel cannot have produced it"
+    sim_off, npu_off = _not_judged(sim, "sim", sim_stage), _not_judged(npu, "npu", npu_stage)
+    if sim_off or npu_off:  # that mode gave no result: the other decides, or nothing does
+        why = "; ".join(f"{name}: not run: {_stage_words(stage)}"
+                        for name, off, stage in (("SIM", sim_off, sim_stage), ("NPU", npu_off, npu_stage)) if off)
+        rest_sim, rest_npu = (None if sim_off else sim), (None if npu_off else npu)
+        if rest_sim is None and rest_npu is None:
+            return NOT_JUDGED, why
+        verdict, reason = combine(rest_sim, rest_npu, graph_memory, sim_stage, npu_stage)
+        if verdict == AWAITING_NPU:  # the other mode decided nothing either
+            return NOT_JUDGED, f"{why}; {reason}"
+        return verdict, f"{reason}; {why}"
     if npu == INCONCLUSIVE:
-        verdict, why = combine(sim, None)
+        verdict, why = combine(sim, None, graph_memory, sim_stage)
         return verdict, f"{why}; the NPU's compare cannot tell a correct kernel from garbage (inconclusive)"
     if npu == "precision_fail":
         return KERNEL_DEFECT, "the NPU result is outside tolerance"
@@ -123,7 +148,7 @@ def combine(sim: str | None, npu: str | None, graph_memory: bool = False) -> tup
 # An operator's verdict over ALL its cases: defects worst first, then the weakest evidence, so
 # that one case checked on an NPU never makes the operator read "NPU ok" (or "pass").
 CLAIM_ORDER = (KERNEL_DEFECT, SUSPECT_FAKE_PASS, STRUCTURAL_ERROR, NPU_ONLY_FAIL, SIM_ONLY_ERROR, RESOURCE_LIMIT,
-               VERSION_SKEW, AWAITING_NPU, SIM_GARBAGE_GRAPH_OK, SIM_GARBAGE_NPU_OK, PASS)
+               VERSION_SKEW, NOT_JUDGED, AWAITING_NPU, SIM_GARBAGE_GRAPH_OK, SIM_GARBAGE_NPU_OK, PASS)
 _CLAIM = {name: i for i, name in enumerate(CLAIM_ORDER)}
 
 

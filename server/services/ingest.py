@@ -181,7 +181,7 @@ def _store_fresh(session: Session, blobs: BlobStore, up: Upload, run: SuiteRun, 
     stored = session.execute(select(CaseResult.id, CaseResult.job_id, CaseResult.operator_id, CaseResult.operator,
                                     CaseResult.case, CaseResult.verdict, CaseResult.max_abs_diff,
                                     CaseResult.graph_max_abs_diff, CaseResult.diagnosis_rules, CaseResult.verified,
-                                    CaseResult.content_sha256)
+                                    CaseResult.content_sha256, CaseResult.stage)
                              .where(CaseResult.job_id.in_([j.id for j in jobs.values()]))).all()
     missing = ", ".join(provenance.missing_fingerprint(up.environment, up.mode))
     conn.execute(insert(SuiteRunResult.__table__), [{
@@ -207,7 +207,7 @@ def _operators(session: Session, names: list[str], owner: str) -> dict[str, Oper
 
 
 def _update_latest(session: Session, mode: str, rows: list[Any]) -> None:
-    """Point each case's latest `mode` result at these rows (id, operator_id, case, verdict), in bulk."""
+    """Point each case's latest `mode` result at these rows (id, operator_id, case, verdict, stage), in bulk."""
     if not rows:
         return
     op_ids = sorted({r.operator_id for r in rows})
@@ -216,8 +216,8 @@ def _update_latest(session: Session, mode: str, rows: list[Any]) -> None:
         .where(CaseState.operator_id.in_(op_ids)))}
     other_ids = [s.sim_result_id if mode == "npu" else s.npu_result_id for s in states.values()]
     wanted = [i for i in other_ids if i]
-    other = {i: v for i, v in session.execute(select(CaseResult.id, CaseResult.verdict)
-                                              .where(CaseResult.id.in_(wanted)))} if wanted else {}
+    other = {i: (v, st) for i, v, st in session.execute(select(CaseResult.id, CaseResult.verdict, CaseResult.stage)
+                                                        .where(CaseResult.id.in_(wanted)))} if wanted else {}
     sim_ids = [r.id for r in rows] if mode == "sim" else wanted
     rule = CaseResult.report["graph_verify"]["rule"].as_string()  # graph verify stopped at the memory limit
     memory = set(session.scalars(select(CaseResult.id).where(CaseResult.id.in_(sim_ids),
@@ -229,10 +229,10 @@ def _update_latest(session: Session, mode: str, rows: list[Any]) -> None:
         sim_id = state.sim_result_id if state else None
         npu_id = state.npu_result_id if state else None
         if mode == "sim":
-            sim_id, sim, npu = r.id, r.verdict, other.get(npu_id or 0)
+            sim_id, (sim, sim_stage), (npu, npu_stage) = r.id, (r.verdict, r.stage), other.get(npu_id or 0, (None, ""))
         else:
-            npu_id, sim, npu = r.id, other.get(sim_id or 0), r.verdict
-        verdict, reason = combined.combine(sim, npu, sim_id in memory)
+            npu_id, (sim, sim_stage), (npu, npu_stage) = r.id, other.get(sim_id or 0, (None, "")), (r.verdict, r.stage)
+        verdict, reason = combined.combine(sim, npu, sim_id in memory, sim_stage or "", npu_stage or "")
         values = {"operator_id": r.operator_id, "case": r.case, "sim_result_id": sim_id, "npu_result_id": npu_id,
                   "combined_verdict": verdict, "reason": reason[:300], "updated_at": now}
         (changed if state else new).append(values)

@@ -143,7 +143,7 @@ def _update_latest(session: Session, job: Job, rows: list[CaseResult]) -> None:
         npu = session.get(CaseResult, state.npu_result_id) if state.npu_result_id else None
         memory = bool(sim and ((sim.report or {}).get("graph_verify") or {}).get("rule") == GRAPH_MEMORY_RULE)
         state.combined_verdict, reason = combined.combine(sim.verdict if sim else None, npu.verdict if npu else None,
-                                                          memory)
+                                                          memory, sim.stage if sim else "", npu.stage if npu else "")
         state.reason = reason[:300]
         state.updated_at = utcnow()
     session.flush()

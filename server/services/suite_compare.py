@@ -171,12 +171,15 @@ def compare(before: dict[Key, CaseOutcome], after: dict[Key, CaseOutcome]) -> Co
 
 def run_flags(outcomes: dict[Key, CaseOutcome]) -> dict[tuple[str, str], str]:
     """(operator, case) -> the sim_garbage_* verdict across modes, for cases this run flags."""
-    by_case: dict[tuple[str, str], dict[str, str | None]] = {}
+    by_case: dict[tuple[str, str], dict[str, CaseOutcome]] = {}
     for (op, case, mode), o in outcomes.items():
-        by_case.setdefault((op, case), {})[mode] = o.verdict if o.verified else None  # no claim unverified
+        if o.verified:  # no claim unverified
+            by_case.setdefault((op, case), {})[mode] = o
     flags = {}
     for key, modes in by_case.items():
-        verdict, _ = combined.combine(modes.get("sim"), modes.get("npu"))
+        sim, npu = modes.get("sim"), modes.get("npu")
+        verdict, _ = combined.combine(sim.verdict if sim else None, npu.verdict if npu else None,
+                                      sim_stage=sim.stage if sim else "", npu_stage=npu.stage if npu else "")
         if verdict in combined.FLAGGED:
             flags[key] = verdict
     return flags

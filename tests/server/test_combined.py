@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from runtime import vocabulary
 from runtime.verdicts import VERDICTS
 from server.services.combined import COMBINED, combine, worst
 
@@ -72,3 +73,45 @@ def test_combine(sim: str | None, npu: str | None, expected: str) -> None:
     assert verdict == expected
     assert verdict in COMBINED
     assert reason and "\n" not in reason
+
+
+# A not_run whose stage is no fault of the kernel (runtime/exit_codes.py TABLE: outcome skipped or broken)
+# reads as no result of that mode: the other mode decides, and `not_judged` when it decides nothing (issue 35:
+# mla_prolog's fixture and moe_gating's NPU-only golden read "cannot judge here · structural error").
+NJ = "not_judged"
+NOT_JUDGED_STAGES = ("environment", "npu_only", "arguments", "no_kernel", "skipped", "golden", "device", "harness")
+# SIM not_run at such a stage, by NPU verdict (NPU's not_run at no stage: a kernel defect, as in EXPECTED).
+SIM_OFF = dict(zip(NPU, (NJ, PASS, KD, SE, SE, SE, RL, SE, SFP, VS, NJ)))
+# NPU not_run at such a stage, by SIM verdict.
+NPU_OFF: dict[str | None, str] = {
+    None: NJ, "pass": NJ, "precision_fail": NJ, "structural_error": SE, "crash": SE, "timeout": SE,
+    "resource_limit": RL, "not_run": SE, "suspect_fake_pass": SFP, "sim_output_unwritten": NJ,
+    "sim_garbage_graph_ok": SGG, "graph_fail": KD, "version_skew": VS, "sim_unsupported": NJ, "inconclusive": NJ}
+
+
+@pytest.mark.parametrize("stage", NOT_JUDGED_STAGES)
+def test_a_not_run_that_is_not_the_kernels_fault_is_never_a_structural_error(stage: str) -> None:
+    words = vocabulary.STAGE_WORDS[stage]
+    for npu, expected in SIM_OFF.items():
+        verdict, reason = combine("not_run", npu, sim_stage=stage)
+        assert verdict == expected, (stage, npu, verdict)
+        assert f"SIM: not run: {words}" in reason or verdict == SFP, reason
+    assert set(NPU_OFF) == {None, *VERDICTS}
+    for sim, expected in NPU_OFF.items():
+        verdict, reason = combine(sim, "not_run", npu_stage=stage, sim_stage="sim")
+        assert verdict == expected, (stage, sim, verdict)
+        assert f"NPU: not run: {words}" in reason or verdict == SFP, reason
+    assert combine("not_run", "not_run", sim_stage=stage, npu_stage=stage)[0] == NJ
+    # at a stage that is the kernel's (the submission never ran one) it stays a structural error
+    assert combine("not_run", None, sim_stage="sim")[0] == SE
+    assert combine(None, "not_run", npu_stage="compare")[0] == SE
+
+
+def test_not_judged_reads_in_words_and_ranks_as_no_defect() -> None:
+    assert combine("not_run", None, sim_stage="arguments") == (
+        NJ, "SIM: not run: an argument crosscheck cannot supply")
+    assert vocabulary.label(NJ) == "not judged here"
+    # after every defect and version skew, before the acceptable claims
+    assert worst([NJ, "version_skew"]) == "version_skew" and worst([NJ, "structural_error"]) == "structural_error"
+    assert worst([NJ, "awaiting_npu", "pass", "sim_garbage_graph_ok"]) == NJ
+    assert COMBINED.index("version_skew") < COMBINED.index(NJ) < COMBINED.index("sim_garbage_npu_ok")

@@ -262,3 +262,25 @@ def test_an_uploaded_sim_result_short_of_memory_asks_for_memory_not_an_npu(clien
     assert r.status_code == 200, r.text
     reasons = {c["reason"] for c in client.get("/api/v1/operators/scale_add", headers=hdr["read"]).json()["cases"]}
     assert len(reasons) == 1 and "--memory" in reasons.pop()
+
+
+def test_an_uploaded_not_run_that_is_not_the_kernels_fault_is_not_judged_in_either_order(client, hdr, sim_report,
+                                                                                         make_npu_report):
+    """issue 35: a case the NPU could not run (its card could not be set up) read "structural error" on its
+    own and "NPU-only fail" beside SIM's result; the stage decides, read from each mode's stored row."""
+    npu = make_npu_report(sim_report, {})
+    npu["environment"].update(NPU_ENV)
+    bad = next(c for c in npu["cases"] if c["case"] == "scale_add_64x256")
+    bad.update(verdict="not_run", stage="device", precision="not_applicable", output_written=None,
+               verdict_reason="the NPU device could not be set up")
+    assert post_report(client, hdr, npu).status_code == 200
+    cases = {c["case"]: c for c in client.get("/api/v1/operators/scale_add", headers=hdr["read"]).json()["cases"]}
+    assert (cases["scale_add_64x256"]["combined_verdict"], cases["scale_add_64x256"]["reason"]) == (
+        "not_judged", "NPU: not run: the NPU device could not be set up")
+    sim = copy.deepcopy(sim_report)  # SIM's upload after it: the NPU's stage comes from its stored row
+    sim["environment"].update(NPU_ENV, device=None, cann=None)
+    assert post_report(client, hdr, sim, suite="sim-lab").status_code == 200
+    cases = {c["case"]: c for c in client.get("/api/v1/operators/scale_add", headers=hdr["read"]).json()["cases"]}
+    got = cases["scale_add_64x256"]
+    assert got["combined_verdict"] == got["sim"]["verdict"] == "sim_garbage_graph_ok", got
+    assert "NPU: not run: the NPU device could not be set up" in got["reason"]

@@ -38,6 +38,10 @@ VEC_TILE_FIX = ("Call `pypto.set_vec_tile_shapes(...)` with one positive int per
 # The operators this seed adds, by outcome (the browser test checks each reads so on every page).
 OUTCOMES = {"gated_delta_rule": "failed", "gqa_decode_attn": "broken", "mla_prolog": "skipped",
             "moe_gating": "skipped", "attn_softmax": "skipped", "swiglu": "acceptable"}
+# Their verdicts across modes (server/services/combined.py): a test that never ran is not judged, never a
+# structural error beside "cannot judge here".
+VERDICTS = {"gated_delta_rule": "structural_error", "gqa_decode_attn": "resource_limit", "mla_prolog": "not_judged",
+            "moe_gating": "not_judged", "attn_softmax": "awaiting_npu", "swiglu": "sim_garbage_graph_ok"}
 
 
 def _report(operator: str, test: str, ids: list[str]) -> dict[str, Any]:

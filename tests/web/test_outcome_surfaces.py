@@ -56,6 +56,7 @@ CASES = [k for k in EXPECTED if k[0] in verdicts.VERDICTS]
 SIM_CASES = [k for k in CASES if k[1] == "sim"]
 NPU_CASES = [k for k in CASES if k[1] == "npu"]
 BASE = "http://crosscheck.test"
+DEFECTS = ("kernel_defect", "suspect_fake_pass", "structural_error", "npu_only_fail", "sim_only_error")  # combined
 MEMORY_OP = "o_graph_verify_memory"  # acceptable in SIM; graph verify stopped at the job's memory limit
 
 
@@ -212,6 +213,12 @@ def test_the_overview_row_and_chips_say_the_outcome(world: dict[str, Any]) -> No
         assert r.attrs["data-outcome"] == EXPECTED[key], op_name(key)
         badge = r.find("span", cls="outcome")
         assert badge.text() == word(key) and f"vc-{EXPECTED[key]}" in badge.classes
+        # the verdict beside it never contradicts it: a not_run that is no kernel defect is not judged here
+        chip = r.find("td", cls="combined").find("span", cls="verdict")
+        if key[0] == "not_run" and EXPECTED[key] != F:
+            assert (r.attrs["data-verdict"], chip.text()) == ("not_judged", "not judged here"), op_name(key)
+        if EXPECTED[key] != F:
+            assert r.attrs["data-verdict"] not in DEFECTS, op_name(key)
     chips = {a.attrs["data-outcome"]: int(a.find("span", cls="n").text())
              for a in page.find("nav", cls="counts").find_all("a", cls="outcome")}
     assert chips == {o: sum(1 for k in CASES if EXPECTED[k] == o) + (o == A) for o in (F, B, S, A)}  # + MEMORY_OP
@@ -326,6 +333,14 @@ def test_the_api_gives_each_operator_its_outcome(world: dict[str, Any]) -> None:
                                 params={"limit": 200}).json()["items"]
     got = {o["name"]: o["outcome"] for o in items}
     assert {op_name(k): got[op_name(k)] for k in CASES} == {op_name(k): EXPECTED[k] for k in CASES}
+    # a not_run that is no kernel defect is not judged here in the API and on its operator page, never a defect
+    verdict = {o["name"]: o["combined_verdict"] for o in items}
+    for key in CASES:
+        if key[0] == "not_run" and EXPECTED[key] != F:
+            assert verdict[op_name(key)] == "not_judged", op_name(key)
+            title = get(world["client"], f"/operators/{op_name(key)}").find("h1")
+            assert title.find("span", cls="verdict").text() == "not judged here"
+            assert title.find("span", cls="outcome").text() == word(key)
 
 
 def test_an_npu_pass_or_fail_shows_atol_and_rtol_beside_it(world: dict[str, Any]) -> None:

@@ -101,15 +101,21 @@ def test_real_operators_pages_fit_and_are_photographed(browser: Any, live: dict[
 
 
 def test_each_operator_reads_one_outcome_on_every_page(browser: Any, live: dict[str, Any]) -> None:
+    verdicts = realops_seed.VERDICTS
+    assert verdicts["mla_prolog"] == verdicts["moe_gating"] == "not_judged"  # issue 35: not "structural error"
+    assert vocabulary.label("not_judged") == "not judged here"
     page = open_page(browser, live, 390)
     page.goto(live["base"] + "/")
     for operator, outcome in realops_seed.OUTCOMES.items():
         row = page.locator(f'tbody.op[data-operator="{operator}"]')
         assert row.get_attribute("data-outcome") == outcome, operator
         sync_api.expect(row.locator(".outcome").first).to_have_text(vocabulary.WORDS[outcome])
+        # the verdict beside it (a flag may lead it) agrees: a test that never ran is not judged, no structural error
+        sync_api.expect(row.locator("td.combined .verdict")).to_contain_text(vocabulary.label(verdicts[operator]))
     for operator, outcome in realops_seed.OUTCOMES.items():
         page.goto(f"{live['base']}/operators/{operator}")
         sync_api.expect(page.locator("h1 .outcome")).to_have_text(vocabulary.WORDS[outcome])
+        sync_api.expect(page.locator("h1 .verdict")).to_contain_text(vocabulary.label(verdicts[operator]))
         words = set(page.locator("table.cases .outcome").all_inner_texts())
         assert words <= set(vocabulary.WORDS.values()) and vocabulary.WORDS[outcome] in words, (operator, words)
         page.goto(f"{live['base']}/jobs/{live['realops'][operator]}")

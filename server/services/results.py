@@ -229,6 +229,28 @@ def refresh_outcomes(conn: Any) -> None:
                      {"o": vocabulary.worst(outcomes), "i": operator_id})
 
 
+def recombine_not_judged(conn: Any) -> None:
+    """Cases stored as structural_error for a not_run that was not the kernel's (a stage such as skipped or
+    arguments), combined again with their stages, and their operators' rows rewritten (migration 0018)."""
+    rows = conn.execute(text(
+        "SELECT s.operator_id, s.\"case\" AS case_id, r1.verdict AS sim_verdict, r1.stage AS sim_stage, r2.verdict AS npu_verdict, "
+        "r2.stage AS npu_stage FROM case_states s LEFT JOIN case_results r1 ON r1.id = s.sim_result_id "
+        "LEFT JOIN case_results r2 ON r2.id = s.npu_result_id WHERE s.combined_verdict = 'structural_error'")).all()
+    touched = set()
+    for r in rows:
+        verdict, reason = combined.combine(r.sim_verdict, r.npu_verdict, False, r.sim_stage or "", r.npu_stage or "")
+        if verdict != combined.STRUCTURAL_ERROR:
+            conn.execute(text("UPDATE case_states SET combined_verdict = :v, reason = :r "
+                              "WHERE operator_id = :o AND \"case\" = :c"),
+                         {"v": verdict, "r": reason[:300], "o": r.operator_id, "c": r.case_id})
+            touched.add(r.operator_id)
+    if touched:
+        with Session(bind=conn) as session:
+            for operator_id in sorted(touched):
+                refresh_operator(session, operator_id)
+            session.flush()
+
+
 def refresh_case_counts(conn: Any) -> None:
     """CASE_COUNTS_SQL on a connection."""
     conn.exec_driver_sql(CASE_COUNTS_SQL)

@@ -1,6 +1,6 @@
 """The jobs list reads every waiting job's queue position in one query (issue 36): the same positions as
-one query however many jobs the page shows; a page sends the same statements for 2 jobs as for 50, and
-keyset pages (`before`) walk the list once."""
+one job's own page, and one query however many jobs the page shows; a page sends the same statements for 2
+jobs as for 50, and keyset pages (`before`) walk the list once."""
 from __future__ import annotations
 
 import re

@@ -96,8 +96,8 @@ def create_app(settings: Settings | None = None, *, start_sweeper: bool = True) 
     app.include_router(ops.router)
     docs_ui.install(app)
     web.install(app)
+    app.add_middleware(UploadGate, slots=settings.upload_concurrency)  # inside BodyLimit: it counts what is spooled
     app.add_middleware(BodyLimit)
-    app.add_middleware(UploadGate, slots=settings.upload_concurrency)  # outside BodyLimit: waits before any byte
     app.add_middleware(EarlyAuth)  # outside BodyLimit: an anonymous write is answered before any byte is read
     app.add_middleware(NulGuard)
     app.add_middleware(SecurityHeaders)

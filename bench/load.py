@@ -345,7 +345,8 @@ def run(stack: Stack, args: argparse.Namespace) -> int:
     time.sleep(args.idle_s)
     idle = readers.stop()
     print(f"idle: read p99 {p99(idle['read']) * 1000:.0f} ms ({len(idle['read'])} reads, {len(idle['failed'])} "
-          f"failed), jobs list p99 {p99(idle['jobs']) * 1000:.0f} ms", file=sys.stderr)
+          f"failed), jobs list p99 {p99(idle['jobs']) * 1000:.0f} ms; load average {os.getloadavg()[0]:.1f}",
+          file=sys.stderr)
 
     readers.start()
     t0 = time.monotonic()

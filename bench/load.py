@@ -212,7 +212,8 @@ class Submitter:
 
     def submit(self, interactive: bool = False) -> int:
         key = uuid.uuid4().hex
-        form = {"modes": ["sim"], "interactive": "true" if interactive else "false"}
+        # fresh: every submission runs (an identical one would otherwise link the warm-up job's results).
+        form = {"modes": ["sim"], "interactive": "true" if interactive else "false", "fresh": "true"}
         with httpx.Client(base_url=self.stack.url + "/api/v1", headers=self.stack.auth(self.who), timeout=60) as c:
             for _ in range(120):
                 try:

@@ -2,8 +2,8 @@
 (docs/platform.md §5).
 
 A submission is parsed and checked while its client waits (the 202 carries its jobs; a bad bundle is a
-422), and that work holds a thread, the interpreter and a database connection. Forty uploads at once in
-one API process left every read sharing the interpreter with forty of them: reads p99 2.3 s against 0.2 s
+422), and that work holds a thread, the interpreter and a database connection. Forty uploads at once (twenty in
+each of two API processes) left every read sharing the interpreter with twenty of them: reads p99 2.3 s against 0.2 s
 idle. This middleware first receives an upload's body into a spooled file (memory up to 1 MiB, then disk,
 written off the event loop), holding nothing else, so a slow sender delays no one; then at most
 `UPLOAD_CONCURRENCY` uploads per process go on to be parsed and checked, and the others wait their turn.

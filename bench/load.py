@@ -23,6 +23,7 @@ broker_recovery_s=.. worker_recovery_s=..`.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import signal
 import socket
@@ -211,7 +212,8 @@ class Submitter:
 
     def submit(self, interactive: bool = False) -> int:
         key = uuid.uuid4().hex
-        form = {"modes": ["sim"], "interactive": "true" if interactive else "false"}
+        # fresh: every submission runs (an identical one would otherwise link the warm-up job's results).
+        form = {"modes": ["sim"], "interactive": "true" if interactive else "false", "fresh": "true"}
         with httpx.Client(base_url=self.stack.url + "/api/v1", headers=self.stack.auth(self.who), timeout=60) as c:
             for _ in range(120):
                 try:
@@ -250,19 +252,41 @@ class Submitter:
 
 
 class Readers:
-    """Clients reading one job, the operators and the jobs list in a loop; latencies per kind."""
+    """Clients reading one job, the operators and the jobs list in a loop; latencies per kind.
+
+    They run in a process of their own: in the bench's process they shared one interpreter with the 40
+    submitting clients, whose own work was then counted as the server's read latency."""
 
     def __init__(self, stack: Stack, n: int, job_id: int):
-        self.stack, self.n, self.job_id = stack, n, job_id
+        self.args = (stack.url + "/api/v1", stack.auth("admin"), n, job_id)
         self.samples: dict[str, list[float]] = {"read": [], "jobs": []}
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self._proc: Any = None
 
-    def _loop(self) -> None:
-        paths = [("read", f"/jobs/{self.job_id}"), ("read", "/operators"), ("jobs", "/jobs?limit=50")]
-        with httpx.Client(base_url=self.stack.url + "/api/v1", headers=self.stack.auth("admin"), timeout=60) as c:
+    def start(self) -> Readers:
+        ctx = multiprocessing.get_context("spawn")
+        self._ready, self._stop, self._out = ctx.Event(), ctx.Event(), ctx.Queue()
+        self._proc = ctx.Process(target=read_loop, args=(*self.args, self._ready, self._stop, self._out))
+        self._proc.start()
+        if not self._ready.wait(120):
+            raise SystemExit("the readers' process did not start")
+        return self
+
+    def stop(self) -> dict[str, list[float]]:
+        self._stop.set()
+        self.samples = self._out.get(timeout=300)  # before join: a child with queued data does not exit
+        self._proc.join()
+        return self.samples
+
+
+def read_loop(base_url: str, headers: dict[str, str], n: int, job_id: int, ready: Any, stop: Any, out: Any) -> None:
+    """The readers' process: n threads read until `stop`, then their latencies go to `out`."""
+    samples: dict[str, list[float]] = {"read": [], "jobs": [], "failed": []}
+    paths = [("read", f"/jobs/{job_id}"), ("read", "/operators"), ("jobs", "/jobs?limit=50")]
+
+    def loop() -> None:
+        with httpx.Client(base_url=base_url, headers=headers, timeout=60) as c:
             i = 0
-            while not self._stop.is_set():
+            while not stop.is_set():
                 kind, path = paths[i % len(paths)]
                 i += 1
                 start = time.perf_counter()
@@ -270,23 +294,16 @@ class Readers:
                     ok = c.get(path).status_code == 200
                 except httpx.HTTPError:
                     ok = False
-                if ok:
-                    self.samples[kind].append(time.perf_counter() - start)
+                samples[kind if ok else "failed"].append(time.perf_counter() - start)
                 time.sleep(0.05)
 
-    def start(self) -> Readers:
-        self.samples = {"read": [], "jobs": []}
-        self._stop.clear()
-        self._threads = [threading.Thread(target=self._loop) for _ in range(self.n)]
-        for t in self._threads:
-            t.start()
-        return self
-
-    def stop(self) -> dict[str, list[float]]:
-        self._stop.set()
-        for t in self._threads:
-            t.join()
-        return self.samples
+    threads = [threading.Thread(target=loop) for _ in range(n)]
+    for t in threads:
+        t.start()
+    ready.set()
+    for t in threads:
+        t.join()
+    out.put(samples)
 
 
 def job_started(stack: Stack, job_id: int, attempt: int = 1) -> bool:
@@ -328,16 +345,17 @@ def run(stack: Stack, args: argparse.Namespace) -> int:
     readers.start()
     time.sleep(args.idle_s)
     idle = readers.stop()
-    print(f"idle: read p99 {p99(idle['read']) * 1000:.0f} ms ({len(idle['read'])} reads), "
-          f"jobs list p99 {p99(idle['jobs']) * 1000:.0f} ms", file=sys.stderr)
+    print(f"idle: read p99 {p99(idle['read']) * 1000:.0f} ms ({len(idle['read'])} reads, {len(idle['failed'])} "
+          f"failed), jobs list p99 {p99(idle['jobs']) * 1000:.0f} ms; load average {os.getloadavg()[0]:.1f}",
+          file=sys.stderr)
 
     readers.start()
     t0 = time.monotonic()
     a.many(args.submissions, args.clients)
     burst = readers.stop()
     print(f"burst: {args.submissions} submissions from {args.clients} clients in {time.monotonic() - t0:.1f} s; "
-          f"read p99 {p99(burst['read']) * 1000:.0f} ms, jobs list p99 {p99(burst['jobs']) * 1000:.0f} ms",
-          file=sys.stderr)
+          f"read p99 {p99(burst['read']) * 1000:.0f} ms ({len(burst['read'])} reads, {len(burst['failed'])} failed), "
+          f"jobs list p99 {p99(burst['jobs']) * 1000:.0f} ms; load average {os.getloadavg()[0]:.1f}", file=sys.stderr)
     read_ratio = p99(burst["read"]) / max(p99(idle["read"]), 1e-6)
     jobs_p99_ms = p99(burst["jobs"]) * 1000
 

@@ -88,8 +88,9 @@ def refuse_cross_site(request: Request, what: str) -> None:
 
 
 def require(scope: str) -> Callable[..., Caller]:
-    """A dependency that lets the request through only with a token carrying `scope`."""
-    def dependency(caller: Annotated[Caller | None, Depends(current_token)], settings: SettingsDep) -> Caller:
+    """A dependency that lets the request through only with a token carrying `scope` (`async def`: no I/O, so no
+    hop through the thread pool)."""
+    async def dependency(caller: Annotated[Caller | None, Depends(current_token)], settings: SettingsDep) -> Caller:
         if caller is None:
             if scope == "read" and settings.anonymous_read:
                 return ANONYMOUS

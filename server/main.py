@@ -31,6 +31,7 @@ from server.early_auth import EarlyAuth
 from server.nul_guard import NulGuard
 from server.relay import Relay
 from server.sweeper import Sweeper
+from server.upload_gate import UploadGate
 from server.webhook_sender import WebhookSender
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,7 @@ def create_app(settings: Settings | None = None, *, start_sweeper: bool = True) 
     app.include_router(ops.router)
     docs_ui.install(app)
     web.install(app)
+    app.add_middleware(UploadGate, slots=settings.upload_concurrency)  # inside BodyLimit: it counts what is spooled
     app.add_middleware(BodyLimit)
     app.add_middleware(EarlyAuth)  # outside BodyLimit: an anonymous write is answered before any byte is read
     app.add_middleware(NulGuard)

@@ -64,15 +64,17 @@ def enqueue_after_commit(session: Session, producer: Producer, job: Job) -> None
     after_commit(session, send)
 
 
-def get_settings(request: Request) -> Settings:
+# The small dependencies below are `async def`: they do no I/O, and FastAPI runs a plain `def` dependency in its
+# thread pool, a hop through a thread for each one on every request (docs/platform.md §5).
+async def get_settings(request: Request) -> Settings:
     return request.app.state.settings  # type: ignore[no-any-return]
 
 
-def get_blobs(request: Request) -> BlobStore:
+async def get_blobs(request: Request) -> BlobStore:
     return request.app.state.blobs  # type: ignore[no-any-return]
 
 
-def get_producer(request: Request) -> Producer:
+async def get_producer(request: Request) -> Producer:
     return request.app.state.producer  # type: ignore[no-any-return]
 
 

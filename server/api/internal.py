@@ -11,6 +11,7 @@ from typing import IO, Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
 from server.api.deps import BlobsDep, SessionDep, SettingsDep
@@ -105,7 +106,8 @@ async def _read_result(form: FormData) -> ResultUpload:
     text = report if isinstance(report, str) or report is None else (await report.read()).decode("utf-8", "replace")
     error = fields.get("error")
     tarball = fields.get("artifacts")
-    return ResultUpload(attempt=int(raw_attempt), report=_parse_report(text),
+    # Up to 64 MiB of JSON: parsed off the event loop, which serves every read.
+    return ResultUpload(attempt=int(raw_attempt), report=await run_in_threadpool(_parse_report, text),
                         error=error if isinstance(error, str) and error else None,
                         cancelled=_flag(fields.get("cancelled")),
                         artifacts=None if tarball is None or isinstance(tarball, str) else tarball.file,

@@ -21,13 +21,16 @@ CONFLICT: dict[int | str, dict[str, Any]] = {403: {"model": ErrorRead}, 404: {"m
                                              409: {"model": ErrorRead}}
 
 
-def job_read(session: Session, job: Job, positions: dict[int, int] | None = None) -> JobRead:
-    """A job as the API shows it: its queue position while queued (from `positions` when the caller has them
-    for a whole page), and the operator's name."""
-    operator = session.get(Operator, job.operator_id)
+def job_read(session: Session, job: Job, positions: dict[int, int] | None = None,
+             operator: str | None = None) -> JobRead:
+    """A job as the API shows it: its queue position while queued and its operator's name (from `positions` and
+    `operator` when the caller read them for a whole page)."""
+    if operator is None:
+        known = session.get(Operator, job.operator_id)
+        operator = known.name if known else ""
     timings = JobTimings(created_at=job.created_at, queued_at=job.queued_at, started_at=job.started_at,
                          finished_at=job.finished_at, duration_s=job.duration_s)
-    return JobRead(id=job.id, submission_id=job.submission_id, operator=operator.name if operator else "",
+    return JobRead(id=job.id, submission_id=job.submission_id, operator=operator,
                    mode=job.mode, queue=job.queue, status=job.status, attempts=job.attempts,
                    queue_position=(jobs.queue_position(session, job) if positions is None
                                    else positions.get(job.id)), worker=job.worker,
@@ -38,12 +41,15 @@ def job_read(session: Session, job: Job, positions: dict[int, int] | None = None
 
 @router.get("", response_model=JobList, summary="Recent jobs, newest first")
 def list_jobs(caller: ReadCaller, session: SessionDep, operator: str | None = None,
-              limit: Annotated[int, Query(ge=1, le=500)] = 50) -> JobList:
-    """The latest jobs, optionally of one operator."""
+              limit: Annotated[int, Query(ge=1, le=500)] = 50,
+              before: Annotated[int | None, Query(description="only jobs with a smaller id: the last id of the "
+                                                              "previous page")] = None) -> JobList:
+    """The latest jobs, optionally of one operator, a page at a time; the same few queries however many jobs
+    there are (docs/platform.md §5)."""
     operator_id = queries.get_operator(session, operator).id if operator else None
-    listed = queries.recent_jobs(session, limit, operator_id)
-    positions = jobs.queue_positions(session, listed)
-    return JobList(items=[job_read(session, j, positions) for j in listed])
+    page = queries.job_page(session, limit, operator_id, before)
+    positions = jobs.queue_positions(session, [job for job, _ in page])
+    return JobList(items=[job_read(session, job, positions, name) for job, name in page])
 
 
 @router.get("/{job_id}", response_model=JobRead, summary="A job's status, progress and timings", responses=NOT_FOUND)

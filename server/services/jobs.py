@@ -120,12 +120,14 @@ def queue_position(session: Session, job: Job) -> int | None:
 
 
 def queue_positions(session: Session, listed: list[Job]) -> dict[int, int]:
-    """queue_position() of each waiting job in `listed`, in one query (a jobs page asked one per job)."""
+    """queue_position() of each waiting job in `listed`, in one query (a jobs page asked one per job). Jobs queued
+    after the page's last waiting one cannot change its positions, so they are not ranked."""
     waiting = [j for j in listed if j.status in WAITING]
     if not waiting:
         return {}
     pos = func.rank().over(partition_by=Job.queue, order_by=Job.queued_at).label("pos")
-    ranked = (select(Job.id, pos).where(Job.status.in_(WAITING), Job.queue.in_({j.queue for j in waiting}))
+    ranked = (select(Job.id, pos).where(Job.status.in_(WAITING), Job.queue.in_({j.queue for j in waiting}),
+                                        Job.queued_at <= max(j.queued_at for j in waiting))
               .subquery())
     rows = session.execute(select(ranked.c.id, ranked.c.pos).where(ranked.c.id.in_([j.id for j in waiting])))
     return {int(job_id): int(p) for job_id, p in rows}

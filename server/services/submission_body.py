@@ -4,9 +4,11 @@ the dashboard's Submit form (through server.api.deps.NewSubmissionDep)."""
 from __future__ import annotations
 
 from pathlib import PurePosixPath
+
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
 from server.config import Settings
@@ -37,6 +39,11 @@ async def _from_json(request: Request, settings: Settings) -> NewSubmission:
     body = await request.body()
     if len(body) > _body_limit(settings, "application/json"):
         raise _too_large(settings, len(body))
+    # Validating up to 40 MiB of JSON and zipping its files is CPU work: off the event loop, which serves every read.
+    return await run_in_threadpool(_parse_json, body)
+
+
+def _parse_json(body: bytes) -> NewSubmission:
     try:
         payload = SubmissionCreate.model_validate_json(body)
     except ValidationError as exc:

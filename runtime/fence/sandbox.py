@@ -174,6 +174,25 @@ def device_groups() -> list[int]:
     return sorted(g for g in gids if g != 0)
 
 
+EVENT_FD_CEILING = 4096  # the job's event pipe's fd number, and the job's fd limit below it
+
+
+def park_event_fd(fd: int) -> int:
+    """In the job process: its event pipe moved to the highest fd number it may hold, and its fd limit (soft and
+    hard) set just below that number. No fd the job or a process it starts opens can then take that number: the
+    syscall filter's rules on the pipe's fd (runtime.fence.syscalls) never touch another fd (a compiler's own pipe
+    that got the same number could not be closed, and g++ hung), and nothing can be dup2'ed onto it. Returns
+    the new number (close-on-exec: programs the job runs never hold it)."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    number = EVENT_FD_CEILING if hard == resource.RLIM_INFINITY else min(EVENT_FD_CEILING, hard - 1)
+    if number <= fd:
+        return fd
+    os.dup2(fd, number, inheritable=False)
+    os.close(fd)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (number, number))
+    return number
+
+
 def enter(limits: Limits, uid: int | None, groups: list[int] | None = None, in_cgroup: bool = False,
           event_fd: int | None = None) -> str:
     """In the job process: resource limits, the unprivileged uid, the syscall filter. Irreversible.

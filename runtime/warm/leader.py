@@ -73,6 +73,7 @@ def supervise_job(request: dict[str, Any], report_fd: int | None = None) -> dict
     pid = os.fork()
     if pid == 0:  # the job process
         os.close(ev_r)
+        ev_w = sandbox.park_event_fd(ev_w)  # first: no fd opened later takes the number the filter guards
         if sink is not None:
             sink.close()  # the job never holds a handle on the harness's evidence folder
         if report_fd is not None:

@@ -258,7 +258,9 @@ def _map_problem(m: dict[str, Any]) -> str | None:
         return None
     if not m.get("mismatch_count"):
         return f"{MISMATCH_MAP} given for a compare without mismatches"
-    problem = map_problem(m[MISMATCH_MAP], m.get("numel"))
+    # A compare on some rows only (graph verify's row slices, runtime.evidence.slice_sample) counts those rows'
+    # elements; its map is of the whole output, the rows not verified left empty.
+    problem = map_problem(m[MISMATCH_MAP], m.get("numel") if "rows" not in m else None)
     return f"{MISMATCH_MAP}: {problem}" if problem else None
 
 

@@ -159,7 +159,12 @@ def test_a_killed_daemons_scratch_goes_with_the_next_sweep(cache):
     assert parent.scratch.exists()  # a live daemon's scratch stays
     os.kill(pid, 9)
     assert gone(pid)
-    assert parent.scratch in sweep_dead()  # the next warm parent's or worker's start would do this
+    swept: list = []
+    deadline = time.monotonic() + 60
+    while parent.scratch not in swept and time.monotonic() < deadline:  # its children hold the scratch's lock
+        swept = sweep_dead()  # until they die with it; the next warm parent's or worker's start sweeps
+        time.sleep(0.2)
+    assert parent.scratch in swept
     assert not parent.scratch.exists()
 
 

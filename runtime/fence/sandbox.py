@@ -174,7 +174,6 @@ def device_groups() -> list[int]:
     return sorted(g for g in gids if g != 0)
 
 
-JOB_NICE = 10  # a job's CPU priority: kernels yield to the service's own processes on a shared host
 EVENT_FD_CEILING = 4096  # the job's event pipe's fd number, and the job's fd limit below it
 
 
@@ -203,7 +202,6 @@ def enter(limits: Limits, uid: int | None, groups: list[int] | None = None, in_c
     cgroup then is what refuses the fork, and it records that, so the job gets a resource_limit verdict.
     """
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    os.nice(JOB_NICE)  # below the API, the leader and the worker's heartbeats, which share the host (docs/platform.md §5)
     # No RLIMIT_AS: memory is limited as a whole, by the job's cgroup or the leader's watchdog.
     file_bytes = min(limits.file_bytes, limits.disk_bytes)
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from runtime.judge import kernelbench
+from runtime.judge import kernelbench, run_options
 from runtime.lint import gym_cheats
 from runtime.report import CaseResult, Report
 
@@ -77,7 +77,7 @@ def _s8(case: CaseResult, files: list[Path]) -> dict[str, str]:
     options = (case.evidence or {}).get("run_options")
     if options:
         return {"id": "S8", "status": "fail", "evidence": "launched under options that skip work: "
-                + ", ".join(f"{k} = {val}" for k, val in options.items()) + where}
+                + run_options.said(options) + where}
     if case.launches:
         return {"id": "S8", "status": "suspicious" if lines else "pass", "evidence":
                 f"every launch ran with pypto's stock compile stage and passes; the sources name them{where}"

@@ -13,6 +13,7 @@ from typing import Any
 
 from runtime import verdicts as v
 from runtime.judge.reruns import GRAPH_MEMORY_RULE
+from runtime.judge import run_options
 from runtime.report import CaseResult, Diagnosis
 
 MULTI_KERNEL = Diagnosis(
@@ -88,7 +89,7 @@ def gym_verdict(case: CaseResult, cheats: dict[str, Any]) -> tuple[str, str, str
         multi = any(d.rule == MULTI_KERNEL.rule for d in case.diagnosis)
         return "FAIL_CHEAT", "CHEAT_MULTI_KERNEL" if multi else "CHEAT_SEMANTIC", f"cheat from evidence: {reason}"
     if (case.evidence or {}).get("run_options"):
-        options = ", ".join(f"{k} = {val}" for k, val in case.evidence["run_options"].items())
+        options = run_options.said(case.evidence["run_options"])
         return "FAIL_CHEAT", "CHEAT_SEMANTIC", f"the gym's rule S8: the kernel launched under options that skip work ({options})"
     if case.verdict == v.NOT_RUN and case.stage == "golden":
         return "BASELINE_FAILED", "BASELINE_FAILED", f"the task's Model failed before the operator ran: {reason}"

@@ -37,6 +37,11 @@ def found(events: list[Any]) -> dict[str, str]:
     return merged
 
 
+def said(options: dict[str, str]) -> str:
+    """The options as the reports say them: `key = value, ...`."""
+    return ", ".join(f"{k} = {val}" for k, val in options.items())
+
+
 def judge(case: CaseResult, events: list[Any], mode: str) -> None:
     """Name the option as the cause; a SIM case accepted on graph evidence under passes off is a suspect pass."""
     options = found(events)
@@ -44,7 +49,7 @@ def judge(case: CaseResult, events: list[Any], mode: str) -> None:
         return
     case.evidence = {**case.evidence, "run_options": options}
     stopped = {k: val for k, val in options.items() if k.endswith("compile_stage")}
-    text = ", ".join(f"{k} = {val}" for k, val in (stopped or options).items())
+    text = said(stopped or options)
     rule = COMPILE_STOPPED if stopped else PASSES_OFF
     own = Diagnosis(**{**rule.__dict__, "cause": rule.cause.format(options=text), "stage": case.stage,
                        "origin": "verdict", "evidence": text})

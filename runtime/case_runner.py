@@ -66,6 +66,7 @@ class RunOptions:
     graph_slice_count: int | None = None
     isolate_network: bool = True
     drop_privileges: bool = True
+    nice: int = 0  # each case's CPU niceness (runtime.fence.sandbox.Limits.nice)
     cache_dir: Path | None = None  # where the graph-verify calculator is cached
     parallel: int = 1  # cases run at once (each its own sandboxed fork)
     keep_work: bool = False  # keep the temp work dir (without work_dir); a given work_dir is always kept
@@ -198,7 +199,7 @@ class CaseRunner:
         assert self.warm is not None
         limits = Limits(timeout_s=timeout_s, memory_bytes=self.options.memory_bytes, nproc=self.options.nproc,
                         disk_bytes=self.options.disk_bytes, isolate_network=self.options.isolate_network,
-                        drop_privileges=self.options.drop_privileges)
+                        drop_privileges=self.options.drop_privileges, nice=self.options.nice)
         request = {
             "job_dir": str(dirs.root), "src_dir": str(dirs.src), "work_dir": str(dirs.work),
             "log_dir": str(dirs.logs), "stdout_path": str(dirs.stdout), "stderr_path": str(dirs.stderr),

@@ -27,6 +27,9 @@ class WorkerSettings(BaseSettings):
     cache_dir: Path | None = None  # the graph-verify calculator cache; default: runtime's
     case_parallel: int = 1  # cases of one job run at once (mind the Celery concurrency)
     job_heartbeat_s: float = 5.0  # the server re-queues a job after STALE_JOB_S (20 s) without one
+    # Kernels run this much nicer than the worker: where the API shares the host, pages and heartbeats go
+    # first (docs/platform.md §5); 0 to run them at the worker's own priority.
+    job_nice: int = 10
     # NPU workers (docs/npu.md): the cards this worker may use ("0-7", "0,1"; "" = every card it
     # finds), device-level failures in a row before a card is quarantined, and the card ledger's folder.
     npu_devices: str = ""
@@ -40,6 +43,13 @@ class WorkerSettings(BaseSettings):
     def _positive(cls, value: float) -> float:
         if value <= 0:
             raise ValueError("must be positive")
+        return value
+
+    @field_validator("job_nice")
+    @classmethod
+    def _niceness(cls, value: int) -> int:
+        if not 0 <= value <= 19:
+            raise ValueError("must be 0 to 19 (a niceness added to the worker's own)")
         return value
 
     @field_validator("npu_devices")

@@ -57,6 +57,7 @@ class WorkerContext:
     ledger: CardLedger | None = None  # and each card's health (worker/card_health.py)
     graph_verify: bool = True
     parallel: int = 1  # cases of one job at once
+    job_nice: int = 0  # its cases' CPU niceness (WorkerSettings.job_nice)
     warm_parents: dict[str, WarmHolder] = field(default_factory=dict)
     hide_paths: list[Path] = field(default_factory=list)  # the service's data, out of every job's sight
 
@@ -125,6 +126,7 @@ def _execute(ctx: WorkerContext, job: dict[str, Any], tmp: Path, beat: JobHeartb
         timeout_s=float(job["case_timeout_s"]), **_memory(job.get("case_memory_gib")),
         work_dir=tmp / "work", cache_dir=ctx.cache_dir, graph_verify=ctx.graph_verify,
         parallel=ctx.parallel, limit_flags=WORKER_LIMIT_FLAGS, hide_paths=list(ctx.hide_paths),
+        nice=ctx.job_nice,
     )
 
     def on_case(case: CaseResult, done: int, total: int) -> bool:

@@ -71,6 +71,7 @@ def _make_context(hostname: str) -> WorkerContext:
         api=ApiClient(settings.api_url, settings.worker_token), name=hostname,
         cache_dir=settings.resolved_cache_dir, heartbeat_s=settings.job_heartbeat_s, cards=pool, ledger=ledger,
         parallel=max(1, settings.case_parallel), hide_paths=service_paths(settings),
+        job_nice=settings.job_nice,
     )
 
 

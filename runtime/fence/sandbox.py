@@ -53,6 +53,7 @@ class Limits:
     nproc: int = DEFAULT_PROCESSES  # processes and threads, the job cgroup's pids.max (else RLIMIT_NPROC of the job uid)
     isolate_network: bool = True
     drop_privileges: bool = True
+    nice: int = 0  # the job's CPU niceness: a service's workers yield to its API and heartbeats (docs/platform.md §5)
 
     @property
     def files(self) -> int:
@@ -202,6 +203,8 @@ def enter(limits: Limits, uid: int | None, groups: list[int] | None = None, in_c
     cgroup then is what refuses the fork, and it records that, so the job gets a resource_limit verdict.
     """
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if limits.nice > 0:
+        os.nice(limits.nice)
     # No RLIMIT_AS: memory is limited as a whole, by the job's cgroup or the leader's watchdog.
     file_bytes = min(limits.file_bytes, limits.disk_bytes)
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))

@@ -61,8 +61,7 @@ class RunOptions:
     graph_verify: bool = True
     verify_passes: bool = False
     graph_slice_bytes: int | None = None  # graph bytes above which a launch runs on row slices; None: memory / 4
-    # ... of which at most this many are launched (the first, the last, others by the case's seed, while the time
-    # allows: runtime.evidence.slice_sample.TIME_SHARE); None: as many as the time allows
+    # ... of which at most this many are launched (runtime.evidence.slice_sample); None: as many as time allows
     graph_slice_count: int | None = None
     isolate_network: bool = True
     drop_privileges: bool = True

@@ -21,7 +21,7 @@ import os
 
 def _runs_at(expected):
     if os.getpriority(os.PRIO_PROCESS, 0) != expected:
-        raise RuntimeError(f"the case runs at niceness {{os.getpriority(os.PRIO_PROCESS, 0)}}, not {{expected}}")
+        raise RuntimeError(f"the case runs at niceness {os.getpriority(os.PRIO_PROCESS, 0)}, not {expected}")
 
 
 '''
@@ -34,7 +34,7 @@ def test_a_case_runs_at_the_niceness_it_is_given(warm_sim, calculator_cache, tmp
     impl = op / "relu_impl.py"
     text = impl.read_text().replace("def relu_wrapper(x: torch.Tensor) -> torch.Tensor:\n",
                                     f"def relu_wrapper(x: torch.Tensor) -> torch.Tensor:\n    _runs_at({expected})\n")
-    impl.write_text(CHECK.format() + text)
+    impl.write_text(CHECK + text)
     report = run_submission(op, RunOptions(cache_dir=calculator_cache, work_dir=tmp_path / "w", nice=7),
                             warm=warm_sim)
     assert [c.verdict for c in report.cases] == ["sim_garbage_graph_ok"] * len(report.cases), \

@@ -33,7 +33,7 @@ class Settings(BaseSettings):
     dispatch_hold_s: float = 30.0  # a job sent and not yet claimed holds its slot this long
     broker_poll_s: float = 0.1
     max_ingest_bytes: int = 64 * 1024 * 1024  # one uploaded report or JUnit file (docs/ci.md)
-    upload_concurrency: int = 2  # received uploads one API process checks at a time (server/upload_gate.py)
+    upload_concurrency: int = 1  # received uploads one API process checks at a time (server/upload_gate.py)
     webhook_backoff_s: float = 30.0  # first retry delay; doubles per failed attempt
     webhook_max_attempts: int = 6
     webhook_timeout_s: float = 10.0

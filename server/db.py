@@ -1,14 +1,21 @@
 """Engine and sessions. One place commits per unit of work."""
 from __future__ import annotations
 
+import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
+from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, exc
+from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.orm import Session, sessionmaker
 
 from server.config import get_settings
+
+PING_AFTER_IDLE_S = 2.0  # a connection back in the pool for less than this is used without a ping
+RETURNED_AT = "crosscheck_returned_at"
 
 
 def make_engine(url: str) -> Engine:
@@ -24,7 +31,43 @@ def make_engine(url: str) -> Engine:
             cur.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    engine = create_engine(url, pool_size=10, max_overflow=20)
+    IdlePing(engine)
+    return engine
+
+
+class IdlePing:
+    """A pooled connection is pinged before use only when it has been idle PING_AFTER_IDLE_S or longer.
+
+    SQLAlchemy's pre_ping asks the server before every checkout: one round trip of the five to seven a read
+    makes, paid again under load when connections come back within milliseconds (docs/platform.md §5). A
+    connection idle for a while, the one a database restart leaves dead, is still checked and replaced."""
+
+    _of: weakref.WeakKeyDictionary[Engine, IdlePing] = weakref.WeakKeyDictionary()
+
+    def __init__(self, engine: Engine):
+        self.engine, self.pings = engine, 0  # pings: how many checkouts asked the server
+        IdlePing._of[engine] = self
+        event.listen(engine, "checkin", self._checkin)
+        event.listen(engine, "checkout", self._checkout)
+
+    @classmethod
+    def of(cls, engine: Engine) -> IdlePing | None:
+        return cls._of.get(engine)
+
+    @staticmethod
+    def _checkin(_dbapi_conn: Any, record: ConnectionPoolEntry) -> None:
+        record.info[RETURNED_AT] = time.monotonic()
+
+    def _checkout(self, dbapi_conn: Any, record: ConnectionPoolEntry, _proxy: Any) -> None:
+        returned = record.info.get(RETURNED_AT)  # none on a connection just made (info goes with the connection)
+        if returned is None or time.monotonic() - returned < PING_AFTER_IDLE_S:
+            return
+        self.pings += 1
+        try:
+            self.engine.dialect.do_ping(dbapi_conn)
+        except Exception as error:  # noqa: BLE001 - any failed ping: the pool drops it and connects anew
+            raise exc.DisconnectionError(f"the pooled connection is gone: {error}") from error
 
 
 @lru_cache

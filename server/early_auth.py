@@ -40,8 +40,9 @@ def _secrets(headers: dict[bytes, bytes]) -> tuple[str | None, str | None]:
 
 def known(maker: sessionmaker[Session], token: str | None, session_id: str | None) -> bool:
     """Whether the credential is valid now (read only: nothing is written or committed). One statement, outside
-    a transaction: every upload asks it, and a BEGIN and ROLLBACK around it were two more round trips."""
-    with maker() as session:
+    a transaction: every upload asks it, and a BEGIN and ROLLBACK around it were two more round trips. Never
+    flushed, so the token's last use, which `verify` may set, is not written from here."""
+    with maker(autoflush=False) as session:
         session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
         if token:
             return tokens.verify(session, token) is not None

@@ -1,5 +1,5 @@
-"""Uploads are received whole first, then checked a few at a time, so that reads never queue behind them
-(docs/platform.md §5).
+"""Uploads are received whole first, then checked one at a time per process (by default), so that reads never
+queue behind them (docs/platform.md §5).
 
 A submission is parsed and checked while its client waits (the 202 carries its jobs; a bad bundle is a
 422), and that work holds a thread, the interpreter and a database connection. Forty uploads at once (twenty in

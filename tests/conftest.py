@@ -14,6 +14,9 @@ EXAMPLES = REPO / "examples"
 # A `crosscheck run` a test starts keeps no run daemon alive behind it unless the test asks for one
 # (docs/run-daemon.md); tests/runtime/test_run_daemon.py runs without this setting.
 os.environ.setdefault("CROSSCHECK_NO_DAEMON", "1")
+# The workers tests start run their kernels at the tests' own priority: the pytest processes share one scheduling
+# group with them, where JOB_NICE would only slow the tests (docs/platform.md §5); test_job_nice.py checks it.
+os.environ.setdefault("JOB_NICE", "0")
 
 
 def pytest_configure(config: pytest.Config) -> None:

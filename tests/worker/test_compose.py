@@ -58,6 +58,15 @@ def test_sim_workers(services: dict[str, Any]) -> None:
     assert "npu" not in sim["command"]
 
 
+def test_workers_yield_the_cpu_to_the_api_and_the_database(services: dict[str, Any]) -> None:
+    """Kernels' niceness counts only inside their own container (docs/platform.md §5): the containers' weights
+    decide between the workers and the API or PostgreSQL (Docker's default, 1024, where none is given)."""
+    for name in ("worker-sim", "worker-npu"):
+        assert services[name]["cpu_shares"] < 1024
+    for name in ("api", "postgres", "redis"):
+        assert services[name].get("cpu_shares", 1024) >= 1024
+
+
 def test_npu_worker_gets_the_devices_and_cann(services: dict[str, Any]) -> None:
     npu = services["worker-npu"]
     assert npu["command"][npu["command"].index("--queue") + 1] == "npu"

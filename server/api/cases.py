@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 
 from runtime.modes import Mode
 from runtime.verdicts import VERDICTS
-from server.api.deps import SessionDep
+from server.api.deps import SessionDep, read_only
 from server.auth import ReadCaller
 from server.schemas.case import CaseList, CaseRead
 from server.schemas.common import as_utc
@@ -19,6 +19,7 @@ CaseVerdict = Literal[VERDICTS]  # type: ignore[valid-type]
 
 
 @router.get("", response_model=CaseList, summary="Case results, newest first")
+@read_only
 def list_cases(
     caller: ReadCaller, session: SessionDep,
     verdict: Annotated[list[CaseVerdict], Query(description="per-mode verdict (repeatable)")] = [],  # noqa: B006

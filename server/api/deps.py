@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
@@ -22,6 +22,17 @@ from server.services.submissions import NewSubmission
 
 log = logging.getLogger(__name__)
 AFTER_COMMIT = "crosscheck.after_commit"
+READ_ONLY = "_crosscheck_read_only"
+Endpoint = TypeVar("Endpoint", bound=Callable[..., object])
+
+
+def read_only(endpoint: Endpoint) -> Endpoint:
+    """Marks a route that writes nothing of its own: its session runs each statement in autocommit, without the
+    BEGIN and COMMIT round trips around them (docs/platform.md §5). The same rows are read (each statement sees
+    what was committed when it started, as under READ COMMITTED); the token's throttled last use, one UPDATE,
+    still commits. Never for a route with writes that must land together."""
+    setattr(endpoint, READ_ONLY, True)
+    return endpoint
 
 
 def get_session(request: Request) -> Iterator[Session]:
@@ -33,6 +44,8 @@ def get_session(request: Request) -> Iterator[Session]:
     commit would hide behind a 200. A commit error propagates and becomes an error response.
     """
     with session_scope(request.app.state.sessionmaker) as session:
+        if getattr(request.scope.get("endpoint"), READ_ONLY, False):
+            session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
         yield session
     for action in session.info.pop(AFTER_COMMIT, []):
         action()  # e.g. enqueue: only once the rows the message names are visible to workers

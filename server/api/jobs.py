@@ -7,7 +7,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import FileResponse, Response
 from sqlalchemy.orm import Session
 
-from server.api.deps import BlobsDep, ProducerDep, SessionDep, enqueue_after_commit
+from server.api.deps import BlobsDep, ProducerDep, SessionDep, enqueue_after_commit, read_only
 from server.auth import ReadCaller, SubmitCaller
 from server.errors import NotFound
 from server.models import Job, Operator
@@ -40,6 +40,7 @@ def job_read(session: Session, job: Job, positions: dict[int, int] | None = None
 
 
 @router.get("", response_model=JobList, summary="Recent jobs, newest first")
+@read_only
 def list_jobs(caller: ReadCaller, session: SessionDep, operator: str | None = None,
               limit: Annotated[int, Query(ge=1, le=500)] = 50,
               before: Annotated[int | None, Query(description="only jobs with a smaller id: the last id of the "
@@ -53,6 +54,7 @@ def list_jobs(caller: ReadCaller, session: SessionDep, operator: str | None = No
 
 
 @router.get("/{job_id}", response_model=JobRead, summary="A job's status, progress and timings", responses=NOT_FOUND)
+@read_only
 def read_job(job_id: int, caller: ReadCaller, session: SessionDep) -> JobRead:
     """Status, attempts, queue position, worker, progress, summary and timings."""
     return job_read(session, jobs.get(session, job_id))

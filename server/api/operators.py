@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 
 from runtime.modes import Mode
-from server.api.deps import SessionDep
+from server.api.deps import SessionDep, read_only
 from server.auth import ReadCaller
 from server.schemas.common import ErrorRead, as_utc
 from server.models import Operator
@@ -29,6 +29,7 @@ CombinedVerdict = Literal[combined.COMBINED]  # type: ignore[valid-type]
 
 
 @router.get("", response_model=OperatorList, summary="Operators, real defects first")
+@read_only
 def list_operators(
     caller: ReadCaller, session: SessionDep,
     verdict: Annotated[list[CombinedVerdict], Query(description="combined verdict (repeatable)")] = [],  # noqa: B006
@@ -53,6 +54,7 @@ def _read(operator: Operator, cov: coverage.Coverage) -> OperatorRead:
 
 @router.get("/{name}", response_model=OperatorDetail, summary="An operator's cases across SIM and NPU",
             responses={404: {"model": ErrorRead}})
+@read_only
 def read_operator(name: str, caller: ReadCaller, session: SessionDep) -> OperatorDetail:
     """The summary, and each case's combined verdict with its latest SIM and NPU results."""
     operator = queries.get_operator(session, name)

@@ -69,3 +69,6 @@ _.ours_pass, _.gym_pass, _.gym_known, _.cheat, _.graph_diff
 
 # Read by torch itself: the switch that fills uninitialised allocations in SIM jobs (runtime/job/poison.py).
 _.fill_uninitialized_memory
+
+# How many pool checkouts asked PostgreSQL first (server/db.py IdlePing): read by tests/server/test_idle_ping.py.
+_.pings

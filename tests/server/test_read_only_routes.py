@@ -11,8 +11,8 @@ from server.services import tokens
 
 
 def _autocommit(dbapi_conn) -> bool:
-    if hasattr(dbapi_conn, "autocommit") and not hasattr(dbapi_conn, "isolation_level"):
-        return bool(dbapi_conn.autocommit)  # psycopg
+    if type(dbapi_conn).__module__.startswith("psycopg"):
+        return bool(dbapi_conn.autocommit)
     return dbapi_conn.isolation_level is None  # sqlite3: None is autocommit
 
 

@@ -27,8 +27,8 @@ class WorkerSettings(BaseSettings):
     cache_dir: Path | None = None  # the graph-verify calculator cache; default: runtime's
     case_parallel: int = 1  # cases of one job run at once (mind the Celery concurrency)
     job_heartbeat_s: float = 5.0  # the server re-queues a job after STALE_JOB_S (20 s) without one
-    # Kernels run this much nicer than the worker: where the API shares the host, pages and heartbeats go
-    # first (docs/platform.md §5); 0 to run them at the worker's own priority.
+    # Kernels run this much nicer than the worker: its heartbeats go first, and the API's pages where it shares
+    # the worker's scheduling group (docs/platform.md §5); 0 to run them at the worker's own priority.
     job_nice: int = 10
     # NPU workers (docs/npu.md): the cards this worker may use ("0-7", "0,1"; "" = every card it
     # finds), device-level failures in a row before a card is quarantined, and the card ledger's folder.

@@ -53,7 +53,7 @@ class Limits:
     nproc: int = DEFAULT_PROCESSES  # processes and threads, the job cgroup's pids.max (else RLIMIT_NPROC of the job uid)
     isolate_network: bool = True
     drop_privileges: bool = True
-    nice: int = 0  # the job's CPU niceness: a service's workers yield to its API and heartbeats (docs/platform.md §5)
+    nice: int = 0  # the job's CPU niceness, among its own scheduling group only (docs/platform.md §5)
 
     @property
     def files(self) -> int:

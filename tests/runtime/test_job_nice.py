@@ -1,5 +1,6 @@
 """A case runs at the niceness it is given (RunOptions.nice; a worker's JOB_NICE): the kernel, and the programs it
-starts, yield the CPU to a service's API and heartbeats on a shared host (docs/platform.md §5)."""
+starts, yield the CPU to the other processes of their scheduling group, the worker's heartbeats first
+(docs/platform.md §5)."""
 from __future__ import annotations
 
 import os
